@@ -1,0 +1,106 @@
+// Schedule: when a job's occurrences fall.
+//
+// Purpose. A job's schedule is stored as a ScheduleSpec (plain data the user
+// gave: a cron expression with its IANA zone and DST policy, a one-off
+// instant, or a fixed interval) and compiled into a Schedule that answers
+// "what is the next occurrence strictly after t". The scheduler calls
+// next_after() when it dispatches an occurrence and advances the due index;
+// the CLI (`kairos cron next`) and the simulator's workload use the same code.
+//
+// Guarantees.
+// - Pure and deterministic: no I/O beyond loading a zone from the system tz
+//   database at compile(); no clock reads; the same spec and job id give the
+//   same fires in every process (the `H` hash is stable, see stable_hash.h).
+// - next_after(t) returns fires strictly after t, strictly increasing, and
+//   std::nullopt when the schedule has no further fire (a one-off after its
+//   instant, an interval past its end, a cron expression past year 9999).
+// - compile() rejects a spec that can never fire (e.g. `0 0 30 2 *`) with an
+//   error that says so, rather than looping.
+// - Jitter (optional) is deterministic from (job id, nominal time) and never
+//   moves a fire to or past the following nominal occurrence.
+//
+// The cron syntax, the DST rules and their defaults are documented in
+// docs/SCHEDULES.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
+
+namespace kairos {
+
+// Fixed-time schedules only (see docs/SCHEDULES.md): what a local time that
+// falls in a spring-forward gap does.
+enum class DstGap : std::uint8_t { kShift, kSkip };
+// Fixed-time schedules only: which pass of a repeated (fall-back) local time
+// fires.
+enum class DstFold : std::uint8_t { kFirst, kLast, kBoth };
+
+// What a DST rule did to one fire.
+enum class DstNote : std::uint8_t {
+  kNone,
+  kGapShifted,  // nominal local time did not exist; fired at the transition
+  kFoldFirst,   // repeated local time; this is its first pass
+  kFoldSecond,  // repeated local time; this is its second pass
+};
+
+struct ScheduleSpec {
+  enum class Kind : std::uint8_t { kCron, kOnce, kInterval };
+  Kind kind = Kind::kCron;
+
+  // kCron
+  std::string cron;            // 5 or 6 fields, or a macro (@daily, ...)
+  std::string zone = "UTC";    // IANA zone; never the server's local zone
+  DstGap dst_gap = DstGap::kShift;
+  DstFold dst_fold = DstFold::kFirst;
+
+  // kOnce
+  absl::Time at = absl::InfinitePast();
+
+  // kInterval: fires at start + k * every (k >= 1 ... see SCHEDULES.md),
+  // up to and including `end`.
+  absl::Duration every = absl::ZeroDuration();
+  absl::Time start = absl::InfinitePast();
+  absl::Time end = absl::InfiniteFuture();
+
+  // All kinds: deterministic per-occurrence delay in [0, jitter].
+  absl::Duration jitter = absl::ZeroDuration();
+
+  friend bool operator==(const ScheduleSpec&, const ScheduleSpec&) = default;
+};
+
+struct Fire {
+  absl::Time at;                   // when to fire (after DST rules and jitter)
+  absl::Time nominal;              // the occurrence's identity (before jitter)
+  absl::CivilSecond local;         // nominal local wall time in the zone
+  absl::Duration utc_offset;       // zone offset at `nominal`
+  DstNote note = DstNote::kNone;
+};
+
+class Schedule {
+ public:
+  // Validates and compiles `spec`. `job_id` seeds `H` fields and jitter.
+  // Errors name the field and what was expected.
+  static absl::StatusOr<Schedule> compile(const ScheduleSpec& spec, std::string_view job_id);
+
+  // The first fire whose nominal time is strictly after `t`, or nullopt.
+  std::optional<Fire> next_after(absl::Time t) const;
+
+  const ScheduleSpec& spec() const { return spec_; }
+
+  // Implementation detail (cron compiled form); opaque to callers.
+  struct Compiled;
+
+ private:
+  ScheduleSpec spec_;
+  std::string job_id_;
+  std::shared_ptr<const Compiled> compiled_;
+};
+
+}  // namespace kairos

@@ -1,0 +1,36 @@
+// kairos: the scheduler's command-line entry point.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "prod/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kairos <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  server     run a scheduler node with the embedded LMDB store\n"
+    "  cron       parse and preview cron schedules (next, explain)\n"
+    "  help       show this text\n"
+    "\n"
+    "Run `kairos <command> --help` for a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string_view cmd = argv[1];
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "server") return kairos::cli::server_command(argc - 1, argv + 1);
+  if (cmd == "cron") return kairos::cli::cron_command(argc - 1, argv + 1);
+  std::fprintf(stderr, "kairos: unknown command '%s'\n\n%s", argv[1], kUsage);
+  return 2;
+}
