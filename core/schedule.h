@@ -63,8 +63,9 @@ struct ScheduleSpec {
   // kOnce
   absl::Time at = absl::InfinitePast();
 
-  // kInterval: fires at start + k * every (k >= 1 ... see SCHEDULES.md),
-  // up to and including `end`.
+  // kInterval: fires at start + k * every for k >= 0, up to and including
+  // `end` (docs/SCHEDULES.md). next_after() is strictly after its argument,
+  // so next_after(start) is start + every.
   absl::Duration every = absl::ZeroDuration();
   absl::Time start = absl::InfinitePast();
   absl::Time end = absl::InfiniteFuture();
@@ -92,12 +93,21 @@ class Schedule {
   // The first fire whose nominal time is strictly after `t`, or nullopt.
   std::optional<Fire> next_after(absl::Time t) const;
 
+  // The last fire whose nominal time is strictly before `t`, or nullopt
+  // (jitter applied as in next_after).
+  std::optional<Fire> prev_before(absl::Time t) const;
+
+  // True when `t` is the nominal time of a fire.
+  bool matches(absl::Time t) const;
+
   const ScheduleSpec& spec() const { return spec_; }
 
   // Implementation detail (cron compiled form); opaque to callers.
   struct Compiled;
 
  private:
+  std::optional<Fire> with_jitter(std::optional<Fire> f) const;
+
   ScheduleSpec spec_;
   std::string job_id_;
   std::shared_ptr<const Compiled> compiled_;

@@ -1,0 +1,634 @@
+#include "core/scheduler_node.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/absl_compat.h"
+#include "core/check.h"
+#include "core/keyspace.h"
+
+namespace kairos {
+
+absl::Status validate(const SchedulerNodeConfig& c) {
+  if (c.node_id.empty() || c.node_id.size() > kMaxWorkerIdSize)
+    return absl::InvalidArgumentError("node.node_id: must be 1..200 bytes");
+  if (c.shard_count < 1 || c.shard_count > keys::kMaxShards)
+    return absl::InvalidArgumentError(
+        absl::StrCat("node.shard_count: must be in [1, ", keys::kMaxShards, "], got ", c.shard_count));
+  if (c.poll_interval <= absl::ZeroDuration() || c.poll_interval > absl::Minutes(1))
+    return absl::InvalidArgumentError("node.poll_interval: must be in (0, 1m]");
+  if (c.poll_interval > c.lease.leader_renew_period)
+    return absl::InvalidArgumentError(
+        "node.poll_interval: must not exceed lease.leader_renew_period (renewals ride on ticks)");
+  KAIROS_RETURN_IF_ERROR(validate(c.lease));
+  if (c.dispatch_batch < 1 || c.dispatch_batch > 100'000)
+    return absl::InvalidArgumentError("node.dispatch_batch: must be in [1, 100000]");
+  if (c.reap_batch < 1 || c.reap_batch > 100'000)
+    return absl::InvalidArgumentError("node.reap_batch: must be in [1, 100000]");
+  if (c.max_claim_batch < 1 || c.max_claim_batch > wire::kMaxBatch)
+    return absl::InvalidArgumentError(
+        absl::StrCat("node.max_claim_batch: must be in [1, ", wire::kMaxBatch, "]"));
+  if (c.max_claim_wait < absl::ZeroDuration() || c.max_claim_wait > absl::Hours(1))
+    return absl::InvalidArgumentError("node.max_claim_wait: must be in [0, 1h]");
+  if (c.max_txn_attempts < 1 || c.max_txn_attempts > 100)
+    return absl::InvalidArgumentError("node.max_txn_attempts: must be in [1, 100]");
+  if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)
+    return absl::InvalidArgumentError(
+        "node.retry_backoff_base: must be positive and <= node.retry_backoff_max");
+  return absl::OkStatus();
+}
+
+SchedulerNode::SchedulerNode(const Clock& clock, Timers& timers, Storage& storage,
+                             Transport& transport, Random& random, EventLog& events,
+                             Metrics& metrics, SchedulerNodeConfig config)
+    : clock_(clock),
+      timers_(timers),
+      storage_(storage),
+      transport_(transport),
+      random_(random),
+      events_(events),
+      metrics_(metrics),
+      config_(std::move(config)),
+      store_(config_.shard_count, config_.bugs),
+      alive_(std::make_shared<bool>(true)),
+      shards_(config_.shard_count) {
+  const absl::Status s = validate(config_);
+  KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+}
+
+SchedulerNode::~SchedulerNode() { stop(); }
+
+void SchedulerNode::start() {
+  KAIROS_CHECK(!started_);
+  started_ = true;
+  Alive alive = alive_;
+  transport_.set_handler([this, alive](PeerId from, std::string_view bytes) {
+    if (*alive) on_message(from, bytes);
+  });
+  Event e;
+  e.kind = "node.started";
+  record(std::move(e));
+  tick_timer_ = timers_.after(absl::ZeroDuration(), [this, alive] {
+    if (!*alive) return;
+    tick_timer_.reset();
+    tick();
+    schedule_tick();
+  });
+}
+
+void SchedulerNode::stop() {
+  if (stopped_ || !started_) {
+    stopped_ = true;
+    *alive_ = false;
+    return;
+  }
+  stopped_ = true;
+  *alive_ = false;
+  if (tick_timer_) timers_.cancel(*tick_timer_);
+  tick_timer_.reset();
+  transport_.set_handler([](PeerId, std::string_view) {});
+  parked_.clear();
+  shards_.assign(shards_.size(), ShardState{});
+}
+
+void SchedulerNode::schedule_tick() {
+  Alive alive = alive_;
+  tick_timer_ = timers_.after(config_.poll_interval, [this, alive] {
+    if (!*alive) return;
+    tick_timer_.reset();
+    tick();
+    schedule_tick();
+  });
+}
+
+bool SchedulerNode::leads(std::uint32_t shard) const {
+  KAIROS_CHECK(shard < shards_.size());
+  return shards_[shard].leader && clock_.now() < shards_[shard].leading_until;
+}
+
+std::uint64_t SchedulerNode::epoch(std::uint32_t shard) const {
+  return leads(shard) ? shards_[shard].epoch : 0;
+}
+
+void SchedulerNode::record(Event event) {
+  event.at = clock_.now();
+  if (!event.find("node")) event.with("node", config_.node_id);
+  std::string name = absl::StrCat("kairos_", absl_sv(event.kind), "_total");
+  for (char& c : name)
+    if (c == '.') c = '_';
+  metrics_.counter(name).add();
+  events_.record(std::move(event));
+}
+
+void SchedulerNode::record_all(std::vector<Event>& events) {
+  for (auto& e : events) record(std::move(e));
+  events.clear();
+}
+
+void SchedulerNode::count_txn(std::string_view op, const TxnResult& result) {
+  metrics_
+      .counter(absl::StrCat("kairos_txn_total{op=\"", absl_sv(op), "\",outcome=\"",
+                            absl_sv(to_string(result.outcome)), "\"}"))
+      .add();
+}
+
+absl::Duration SchedulerNode::backoff(std::uint32_t attempt) {
+  // base * 2^(attempt-1), capped, then full jitter in [cap/2, cap].
+  std::int64_t cap = absl::ToInt64Microseconds(config_.retry_backoff_base);
+  const std::int64_t max = absl::ToInt64Microseconds(config_.retry_backoff_max);
+  for (std::uint32_t i = 1; i < attempt && cap < max; ++i) cap *= 2;
+  if (cap > max) cap = max;
+  return absl::Microseconds(random_.between(cap / 2, cap));
+}
+
+void SchedulerNode::transact_retrying(std::string_view op, TxnBody body,
+                                      std::function<void(TxnResult)> done, TxnMode mode,
+                                      std::uint32_t attempt) {
+  Alive alive = alive_;
+  std::string op_name(op);
+  TxnBody body_copy = body;
+  storage_.transact(
+      std::move(body_copy),
+      [this, alive, op_name, body = std::move(body), done = std::move(done), mode,
+       attempt](TxnResult result) mutable {
+        if (!*alive) return;
+        count_txn(op_name, result);
+        const bool definite = result.outcome == CommitOutcome::kCommitted ||
+                              result.outcome == CommitOutcome::kAborted;
+        if (definite || attempt >= config_.max_txn_attempts) {
+          done(std::move(result));
+          return;
+        }
+        timers_.after(backoff(attempt), [this, alive, op_name, body = std::move(body),
+                                         done = std::move(done), mode, attempt]() mutable {
+          if (!*alive) return;
+          transact_retrying(op_name, std::move(body), std::move(done), mode, attempt + 1);
+        });
+      },
+      mode);
+}
+
+// ---------------------------------------------------------------------------
+// Tick: leadership, dispatch, reaper, parked claims.
+
+void SchedulerNode::tick() {
+  if (!running()) return;
+  if (!initialized_) {
+    if (init_txn_) return;
+    init_txn_ = true;
+    Alive alive = alive_;
+    storage_.transact([this](Txn& txn) { return store_.init(txn); },
+                      [this, alive](TxnResult r) {
+                        if (!*alive) return;
+                        init_txn_ = false;
+                        count_txn("init", r);
+                        if (r.committed()) {
+                          initialized_ = true;
+                          tick();
+                        } else if (r.outcome == CommitOutcome::kAborted) {
+                          Event e;
+                          e.kind = "node.init_failed";
+                          e.with("error", std::string(r.status.message()));
+                          record(std::move(e));
+                        }
+                      });
+    return;
+  }
+  for (std::uint32_t s = 0; s < shards_.size(); ++s) {
+    leadership_step(s);
+    ShardState& st = shards_[s];
+    if (st.leader && clock_.now() >= st.leading_until) lose_leadership(s, "local lease deadline passed");
+    if (st.leader) {
+      if (!st.dispatch_txn) run_dispatch(s);
+      if (!st.reap_txn) run_reap(s);
+    }
+  }
+  serve_parked();
+}
+
+void SchedulerNode::lose_leadership(std::uint32_t shard, std::string_view reason) {
+  ShardState& st = shards_[shard];
+  if (!st.leader) return;
+  Event e;
+  e.kind = "leader.lost";
+  e.with("shard", static_cast<std::uint64_t>(shard))
+      .with("epoch", st.epoch)
+      .with("reason", std::string(reason));
+  st.leader = false;
+  st.epoch = 0;
+  record(std::move(e));
+}
+
+void SchedulerNode::leadership_step(std::uint32_t shard) {
+  ShardState& st = shards_[shard];
+  const absl::Time now = clock_.now();
+  if (st.leader_txn) return;
+  if (st.leader && now < st.renew_at) return;
+  st.leader_txn = true;
+  const std::uint64_t known = st.leader ? st.epoch : st.pending_epoch;
+  auto out = std::make_shared<LeadershipResult>();
+  Alive alive = alive_;
+  const absl::Time sent = now;
+  const absl::Duration ttl = config_.lease.leader_ttl;
+  storage_.transact(
+      [this, shard, known, ttl, out](Txn& txn) {
+        return store_.acquire_or_renew(txn, shard, config_.node_id, known, ttl, out.get());
+      },
+      [this, alive, shard, out, sent](TxnResult r) {
+        if (!*alive) return;
+        ShardState& st = shards_[shard];
+        st.leader_txn = false;
+        count_txn("leader", r);
+        if (r.outcome == CommitOutcome::kUnknown) {
+          // It may have applied: remember the epoch so the next attempt can
+          // adopt it instead of bumping again. Leadership is not extended.
+          if (out->kind != LeadershipResult::Kind::kHeldByOther) st.pending_epoch = out->record.epoch;
+          return;
+        }
+        if (!r.committed()) return;
+        st.pending_epoch = 0;
+        if (out->kind == LeadershipResult::Kind::kHeldByOther) {
+          lose_leadership(shard, absl::StrCat("held by ", out->record.holder, " epoch ",
+                                              out->record.epoch));
+          return;
+        }
+        if (out->kind == LeadershipResult::Kind::kAcquired && crashed_at("leader-after-elect")) return;
+        record_all(out->events);
+        if (out->kind == LeadershipResult::Kind::kAcquired && st.leader &&
+            st.epoch != out->record.epoch)
+          lose_leadership(shard, "re-acquired under a new epoch");
+        st.leader = true;
+        st.epoch = out->record.epoch;
+        st.leading_until = lease_deadline(sent, config_.lease.leader_ttl,
+                                          config_.lease.max_drift_ppm, config_.lease.margin);
+        st.renew_at = sent + config_.lease.leader_renew_period;
+        if (!st.dispatch_txn) run_dispatch(shard);
+      });
+}
+
+void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
+                                   const absl::Status& status) {
+  Event e;
+  e.kind = "write.rejected_stale_epoch";
+  e.with("shard", static_cast<std::uint64_t>(shard))
+      .with("epoch", shards_[shard].epoch)
+      .with("op", std::string(op))
+      .with("error", std::string(status.message()));
+  record(std::move(e));
+  lose_leadership(shard, "stale epoch");
+}
+
+void SchedulerNode::run_dispatch(std::uint32_t shard) {
+  ShardState& st = shards_[shard];
+  if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until) return;
+  if (crashed_at("dispatch-before-commit")) return;
+  st.dispatch_txn = true;
+  const LeaderToken token{config_.node_id, st.epoch};
+  const std::size_t limit = config_.dispatch_batch;
+  auto out = std::make_shared<DispatchResult>();
+  Alive alive = alive_;
+  storage_.transact(
+      [this, shard, token, limit, out](Txn& txn) {
+        return store_.dispatch(txn, shard, token, limit, out.get());
+      },
+      [this, alive, shard, token, out](TxnResult r) {
+        if (!*alive) return;
+        ShardState& st = shards_[shard];
+        st.dispatch_txn = false;
+        count_txn("dispatch", r);
+        if (r.outcome == CommitOutcome::kAborted) {
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition) on_stale_epoch(shard, "dispatch", r.status);
+          return;
+        }
+        if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure &&
+            !out->dispatched.empty()) {
+          // Planted bug: take "unknown" as "not applied" and create the runs
+          // again without the idempotency check.
+          auto runs = std::make_shared<std::vector<RunRecord>>(out->dispatched);
+          auto again = std::make_shared<DispatchResult>();
+          storage_.transact(
+              [this, shard, token, runs, again](Txn& txn) {
+                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/false, again.get());
+              },
+              [this, alive, again](TxnResult r2) {
+                if (!*alive) return;
+                if (r2.committed()) record_all(again->events);
+              });
+          return;
+        }
+        if (!r.committed()) return;  // the next tick re-reads the due index
+        if (!out->dispatched.empty() && crashed_at("dispatch-after-commit-before-reply")) return;
+        record_all(out->events);
+        if (config_.bugs.non_atomic_dispatch && !out->to_create.empty()) {
+          // Planted bug: the runs are created in a second transaction.
+          auto runs = std::make_shared<std::vector<RunRecord>>(out->to_create);
+          auto second = std::make_shared<DispatchResult>();
+          storage_.transact(
+              [this, shard, token, runs, second](Txn& txn) {
+                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/true, second.get());
+              },
+              [this, alive, second](TxnResult r2) {
+                if (!*alive) return;
+                if (r2.committed()) {
+                  record_all(second->events);
+                  serve_parked();
+                }
+              });
+        }
+        if (!out->dispatched.empty()) serve_parked();
+        if (out->more) run_dispatch(shard);
+      });
+}
+
+void SchedulerNode::run_reap(std::uint32_t shard) {
+  ShardState& st = shards_[shard];
+  if (!st.leader || st.reap_txn || clock_.now() >= st.leading_until) return;
+  st.reap_txn = true;
+  const LeaderToken token{config_.node_id, st.epoch};
+  const std::size_t limit = config_.reap_batch;
+  auto out = std::make_shared<ReapResult>();
+  Alive alive = alive_;
+  storage_.transact(
+      [this, shard, token, limit, out](Txn& txn) {
+        return store_.reap(txn, shard, token, limit, out.get());
+      },
+      [this, alive, shard, out](TxnResult r) {
+        if (!*alive) return;
+        shards_[shard].reap_txn = false;
+        count_txn("reap", r);
+        if (r.outcome == CommitOutcome::kAborted) {
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition) on_stale_epoch(shard, "reap", r.status);
+          return;
+        }
+        if (!r.committed()) return;
+        record_all(out->events);
+        if (!out->requeued.empty()) serve_parked();
+        if (out->more) run_reap(shard);
+      });
+}
+
+// ---------------------------------------------------------------------------
+// Worker requests.
+
+void SchedulerNode::send(PeerId to, const wire::Message& message) {
+  transport_.send(to, wire::encode(message));
+}
+
+void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
+  if (!running()) return;
+  auto decoded = wire::decode(bytes);
+  if (!decoded.ok()) {
+    metrics_.counter("kairos_wire_malformed_total").add();
+    Event e;
+    e.kind = "wire.malformed";
+    e.with("peer", static_cast<std::uint64_t>(from)).with("error", std::string(decoded.status().message()));
+    record(std::move(e));
+    return;
+  }
+  wire::Message& m = *decoded;
+  if (auto* c = std::get_if<wire::ClaimRequest>(&m)) {
+    for (const auto& [k, p] : parked_)
+      if (p.peer == from && p.request.request_id == c->request_id) return;  // duplicate
+    Parked p;
+    p.peer = from;
+    p.request = std::move(*c);
+    if (p.request.max_runs > config_.max_claim_batch) p.request.max_runs = config_.max_claim_batch;
+    if (p.request.wait > config_.max_claim_wait) p.request.wait = config_.max_claim_wait;
+    p.deadline = clock_.now() + p.request.wait;
+    const std::uint64_t key = next_parked_++;
+    parked_.emplace(key, std::move(p));
+    if (initialized_) try_claim(key);
+  } else if (auto* rq = std::get_if<wire::RenewRequest>(&m)) {
+    handle_renew(from, std::move(*rq));
+  } else if (auto* cq = std::get_if<wire::CompleteRequest>(&m)) {
+    handle_complete(from, std::move(*cq));
+  }
+  // Responses and errors are not addressed to a node; ignore them.
+}
+
+void SchedulerNode::serve_parked() {
+  if (!initialized_) return;
+  std::vector<std::uint64_t> keys;
+  for (const auto& [k, p] : parked_)
+    if (!p.in_flight) keys.push_back(k);
+  for (std::uint64_t k : keys) try_claim(k);
+}
+
+void SchedulerNode::try_claim(std::uint64_t key) {
+  auto it = parked_.find(key);
+  if (it == parked_.end() || it->second.in_flight) return;
+  Parked& p = it->second;
+  if (clock_.now() > p.deadline && p.request.wait > absl::ZeroDuration()) {
+    send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
+    parked_.erase(it);
+    return;
+  }
+  p.in_flight = true;
+  ClaimArgs args;
+  args.worker = p.request.worker_id;
+  args.max_runs = p.request.max_runs;
+  args.ttl = config_.lease.lease_ttl;
+  args.first_shard = claim_rotation_++ % config_.shard_count;
+  auto out = std::make_shared<ClaimResult>();
+  Alive alive = alive_;
+  storage_.transact(
+      [this, args, out](Txn& txn) { return store_.claim(txn, args, out.get()); },
+      [this, alive, key, out](TxnResult r) {
+        if (!*alive) return;
+        count_txn("claim", r);
+        auto it = parked_.find(key);
+        if (it == parked_.end()) return;
+        Parked& p = it->second;
+        p.in_flight = false;
+        const bool expired = clock_.now() >= p.deadline;
+        if (r.committed()) {
+          if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
+          record_all(out->events);
+          if (!out->grants.empty() || expired) {
+            wire::ClaimResponse resp;
+            resp.request_id = p.request.request_id;
+            for (auto& g : out->grants) {
+              wire::WireGrant wg;
+              wg.run = g.run.id;
+              wg.attempt = g.run.attempt;
+              wg.token = g.run.token;
+              wg.lease_ttl = config_.lease.lease_ttl;
+              wg.payload = std::move(g.payload);
+              wg.timeout = g.timeout;
+              resp.grants.push_back(std::move(wg));
+            }
+            send(p.peer, resp);
+            parked_.erase(it);
+          }
+          return;
+        }
+        if (r.outcome == CommitOutcome::kAborted) {
+          send(p.peer, wire::ErrorMessage{p.request.request_id,
+                                          static_cast<std::uint32_t>(r.status.code()),
+                                          std::string(r.status.message())});
+          parked_.erase(it);
+          return;
+        }
+        // Conflict, unavailable or unknown: never hand out these grants (an
+        // unknown claim's leases lapse). Stay parked until the deadline.
+        if (expired) {
+          send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
+          parked_.erase(it);
+        } else if (r.outcome == CommitOutcome::kConflict) {
+          Alive a = alive_;
+          timers_.after(backoff(1), [this, a, key] {
+            if (*a) try_claim(key);
+          });
+        }
+      });
+}
+
+void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
+  auto items = std::make_shared<std::vector<RenewItem>>();
+  for (auto& i : request.items) items->push_back(RenewItem{std::move(i.run), i.token});
+  auto out = std::make_shared<RenewResult>();
+  const std::string worker = request.worker_id;
+  const absl::Duration ttl = config_.lease.lease_ttl;
+  const std::uint64_t request_id = request.request_id;
+  transact_retrying(
+      "renew",
+      [this, worker, items, ttl, out](Txn& txn) { return store_.renew(txn, worker, *items, ttl, out.get()); },
+      [this, from, request_id, out, ttl](TxnResult r) {
+        if (!r.committed()) {
+          send(from, wire::ErrorMessage{request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                                        absl::StrCat("renew not recorded: ", absl_sv(to_string(r.outcome)))});
+          return;
+        }
+        record_all(out->events);
+        wire::RenewResponse resp;
+        resp.request_id = request_id;
+        for (auto& v : out->verdicts)
+          resp.results.push_back(wire::WireVerdict{
+              v.verdict, v.verdict == WriteVerdict::kAccepted ? ttl : absl::ZeroDuration(),
+              std::move(v.reason)});
+        send(from, resp);
+      });
+}
+
+void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) {
+  auto items = std::make_shared<std::vector<CompleteItem>>();
+  for (auto& i : request.items)
+    items->push_back(CompleteItem{std::move(i.run), i.token, i.outcome, i.exit_code, std::move(i.detail)});
+  auto out = std::make_shared<CompleteResult>();
+  const std::string worker = request.worker_id;
+  const std::uint64_t request_id = request.request_id;
+  TxnBody body = [this, worker, items, out](Txn& txn) {
+    return store_.complete(txn, worker, *items, out.get());
+  };
+  auto reply = [this, from, request_id, out, items](TxnResult r) {
+    if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure) {
+      // Planted bug: "unknown" taken as "not applied" and answered as failed.
+      wire::CompleteResponse resp;
+      resp.request_id = request_id;
+      for (std::size_t i = 0; i < items->size(); ++i)
+        resp.results.push_back({WriteVerdict::kNotLeased, absl::ZeroDuration(), "commit failed"});
+      send(from, resp);
+      return;
+    }
+    if (!r.committed()) {
+      send(from, wire::ErrorMessage{request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                                    absl::StrCat("completion not recorded: ", absl_sv(to_string(r.outcome)))});
+      return;
+    }
+    if (crashed_at("complete-after-commit-before-ack")) return;
+    record_all(out->events);
+    wire::CompleteResponse resp;
+    resp.request_id = request_id;
+    for (auto& v : out->verdicts)
+      resp.results.push_back(wire::WireVerdict{v.verdict, absl::ZeroDuration(), std::move(v.reason)});
+    send(from, resp);
+  };
+  if (config_.bugs.unknown_as_failure) {
+    Alive alive = alive_;
+    storage_.transact(std::move(body), [this, alive, reply](TxnResult r) {
+      if (!*alive) return;
+      count_txn("complete", r);
+      reply(std::move(r));
+    });
+    return;
+  }
+  transact_retrying("complete", std::move(body), reply);
+}
+
+// ---------------------------------------------------------------------------
+// Job API.
+
+void SchedulerNode::create_job(JobSpec spec, std::function<void(absl::StatusOr<CreateResult>)> done) {
+  if (spec.id.empty()) spec.id = absl::StrFormat("job-%016x", random_.next_u64());
+  if (auto s = validate_job_spec(spec); !s.ok()) {
+    Alive alive = alive_;
+    timers_.post([alive, done = std::move(done), s] {
+      if (*alive) done(s);
+    });
+    return;
+  }
+  auto out = std::make_shared<CreateResult>();
+  auto shared_spec = std::make_shared<JobSpec>(std::move(spec));
+  transact_retrying(
+      "create", [this, shared_spec, out](Txn& txn) { return store_.create(txn, *shared_spec, out.get()); },
+      [this, out, done = std::move(done)](TxnResult r) {
+        if (r.committed()) {
+          record_all(out->events);
+          done(std::move(*out));
+        } else if (r.outcome == CommitOutcome::kAborted) {
+          done(r.status);
+        } else {
+          done(absl::UnavailableError(absl::StrCat("create: outcome ", absl_sv(to_string(r.outcome)),
+                                                   " after retries; retrying the same request is safe")));
+        }
+      });
+}
+
+void SchedulerNode::get_job(std::string id,
+                            std::function<void(absl::StatusOr<std::optional<JobRecord>>)> done) {
+  auto out = std::make_shared<std::optional<JobRecord>>();
+  auto sid = std::make_shared<std::string>(std::move(id));
+  transact_retrying(
+      "get", [this, sid, out](Txn& txn) { return store_.get(txn, *sid, out.get()); },
+      [out, done = std::move(done)](TxnResult r) {
+        if (r.committed()) done(std::move(*out));
+        else if (r.outcome == CommitOutcome::kAborted) done(r.status);
+        else done(absl::UnavailableError("get: store unavailable"));
+      },
+      TxnMode::kReadOnly);
+}
+
+void SchedulerNode::list_jobs(std::string page_token, std::size_t limit,
+                              std::function<void(absl::StatusOr<ListResult>)> done) {
+  auto out = std::make_shared<ListResult>();
+  auto token = std::make_shared<std::string>(std::move(page_token));
+  transact_retrying(
+      "list", [this, token, limit, out](Txn& txn) { return store_.list(txn, *token, limit, out.get()); },
+      [out, done = std::move(done)](TxnResult r) {
+        if (r.committed()) done(std::move(*out));
+        else if (r.outcome == CommitOutcome::kAborted) done(r.status);
+        else done(absl::UnavailableError("list: store unavailable"));
+      },
+      TxnMode::kReadOnly);
+}
+
+void SchedulerNode::cancel_job(std::string id, std::function<void(absl::StatusOr<CancelResult>)> done) {
+  auto out = std::make_shared<CancelResult>();
+  auto sid = std::make_shared<std::string>(std::move(id));
+  transact_retrying(
+      "cancel", [this, sid, out](Txn& txn) { return store_.cancel(txn, *sid, out.get()); },
+      [this, out, done = std::move(done)](TxnResult r) {
+        if (r.committed()) {
+          record_all(out->events);
+          done(std::move(*out));
+        } else if (r.outcome == CommitOutcome::kAborted) {
+          done(r.status);
+        } else {
+          done(absl::UnavailableError(absl::StrCat("cancel: outcome ", absl_sv(to_string(r.outcome)),
+                                                   " after retries; retrying the same request is safe")));
+        }
+      });
+}
+
+}  // namespace kairos
