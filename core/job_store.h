@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,7 @@
 #include "absl/time/time.h"
 #include "core/event_log.h"
 #include "core/planted_bugs.h"
+#include "core/policy.h"
 #include "core/records.h"
 #include "core/runner.h"
 #include "core/storage.h"
@@ -53,6 +55,24 @@ inline constexpr std::size_t kMaxDetailSize = 4096;
 // Errors name the field, e.g. "policy.priority: must be in [0, 9], got 12".
 absl::Status validate_job_spec(const JobSpec& spec);
 absl::Status validate_job_id(std::string_view id);
+
+// Store-wide policy knobs (not per job). Defaults in docs/POLICIES.md.
+struct PolicyOptions {
+  // Ledger retention per job id: keep at most `ledger_keep` records and none
+  // older than `ledger_max_age` (records whose run is still open are kept).
+  std::uint32_t ledger_keep = 1000;
+  absl::Duration ledger_max_age = absl::Hours(24 * 30);
+  // Pruning work per job per dispatch (bounded: dispatch never stalls).
+  std::uint32_t prune_budget = 8;
+  // No-starvation rule of the claim queue: a run ready for at least this long
+  // is served before any run that became ready after it, whatever the
+  // priorities.
+  absl::Duration starvation_bound = absl::Seconds(60);
+  // Misfire scan: at most this many missed occurrences are examined per due
+  // entry per dispatch transaction (larger backlogs continue next pass).
+  std::uint32_t misfire_chunk = 2000;
+};
+absl::Status validate(const PolicyOptions& o);
 
 // A leader's credentials for one shard.
 struct LeaderToken {
@@ -75,6 +95,52 @@ struct CancelResult {
 struct ListResult {
   std::vector<JobRecord> jobs;
   std::string next_page_token;  // empty when there is no further page
+};
+
+// Job control (issue 6).
+struct ControlResult {
+  JobRecord job;
+  bool changed = false;  // false: the request was already in effect
+  bool created = false;  // apply only: a new incarnation was created
+  std::uint32_t withdrawn_runs = 0;  // reschedule: not-yet-claimed runs withdrawn
+  std::vector<Event> events;
+};
+using SpecMutation = std::function<absl::Status(JobSpec&)>;
+
+struct TriggerArgs {
+  std::string job_id;
+  // Chosen once by the caller and kept across retries of the same request:
+  // it makes the body idempotent under kUnknown (the manual run's nominal time
+  // is derived from `requested_at`, and a run carrying this id is reused).
+  std::uint64_t trigger_id = 0;
+  absl::Time requested_at;
+  bool force = false;  // ignore the overlap policy
+};
+struct TriggerResult {
+  RunRecord run;
+  bool created = false;  // false: this trigger's run already existed
+  std::vector<Event> events;
+};
+
+struct LedgerQuery {
+  std::string job_id;
+  absl::Time from = absl::InfinitePast();  // first nominal in [from, to)
+  absl::Time to = absl::InfiniteFuture();
+  std::size_t limit = 1000;
+};
+struct LedgerResult {
+  std::vector<LedgerRecord> records;
+  bool more = false;
+};
+struct RunsQuery {
+  std::string job_id;
+  std::uint64_t incarnation = 0;  // 0: the job's current incarnation
+  absl::Time from = absl::InfinitePast();
+  std::size_t limit = 1000;
+};
+struct RunsResult {
+  std::vector<RunRecord> runs;
+  bool more = false;
 };
 
 struct LeadershipResult {
@@ -157,11 +223,12 @@ struct ReapResult {
 
 class JobStore {
  public:
-  JobStore(std::uint32_t shard_count, PlantedBugs bugs = {});
+  JobStore(std::uint32_t shard_count, PlantedBugs bugs = {}, PolicyOptions options = {});
 
   std::uint32_t shard_count() const { return shard_count_; }
   std::uint32_t shard_of(std::string_view job_id) const;
   const PlantedBugs& bugs() const { return bugs_; }
+  const PolicyOptions& options() const { return options_; }
 
   // Records the shard count in the store metadata; FailedPrecondition if the
   // store was initialised with a different count.
@@ -172,6 +239,29 @@ class JobStore {
   absl::Status get(Txn& txn, std::string_view id, std::optional<JobRecord>* out) const;
   absl::Status list(Txn& txn, std::string_view page_token, std::size_t limit,
                     ListResult* out) const;
+  // Filtered listing: scans at most 10 x limit jobs per page; the page token
+  // continues after the last job scanned (a page may hold fewer than `limit`).
+  absl::Status list(Txn& txn, std::string_view page_token, std::size_t limit,
+                    const JobFilter& filter, ListResult* out) const;
+
+  // Job control. NotFound for an unknown id; FailedPrecondition for a
+  // cancelled job. Each is idempotent (repeating it changes nothing).
+  absl::Status pause(Txn& txn, std::string_view id, ControlResult* out) const;
+  absl::Status resume(Txn& txn, std::string_view id, ControlResult* out) const;
+  // Applies `mutate` to the current spec and stores the result (validated)
+  // in place, same incarnation. A schedule change moves the due entry and
+  // withdraws the job's not-yet-claimed scheduled runs (ledger: cancelled,
+  // "rescheduled"); a priority change moves queued runs to the new band.
+  absl::Status update(Txn& txn, std::string_view id, const SpecMutation& mutate,
+                      ControlResult* out) const;
+  // Create-or-update by id: creates when absent or cancelled, otherwise
+  // update() to `spec`; an unchanged spec changes nothing.
+  absl::Status apply(Txn& txn, const JobSpec& spec, ControlResult* out) const;
+  // A manual run (RunKind::kManual) with its own idempotency key. Respects
+  // the overlap policy unless args.force (FailedPrecondition when it refuses).
+  absl::Status trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const;
+  absl::Status ledger(Txn& txn, const LedgerQuery& q, LedgerResult* out) const;
+  absl::Status runs(Txn& txn, const RunsQuery& q, RunsResult* out) const;
   // NotFound when the id never existed.
   absl::Status cancel(Txn& txn, std::string_view id, CancelResult* out) const;
   absl::Status get_run(Txn& txn, const RunId& id, std::optional<RunRecord>* out) const;
@@ -212,9 +302,19 @@ class JobStore {
   absl::Status leader_gate(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
   absl::Status create_run_if_absent(Txn& txn, const RunRecord& run, bool idempotent,
                                     DispatchResult* out) const;
+  struct Occ;
+  absl::Status dispatch_entry(Txn& txn, std::uint32_t shard, const std::string& due_key,
+                              absl::Time due_at, JobRecord& job, absl::Time nominal,
+                              DispatchResult* out) const;
+  absl::Status fire(Txn& txn, std::uint32_t shard, JobRecord& job, const Occ& occ,
+                    DispatchResult* out) const;
+  absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const;
+  absl::Status put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,
+                          std::vector<Event>& events) const;
 
   std::uint32_t shard_count_;
   PlantedBugs bugs_;
+  PolicyOptions options_;
 };
 
 // Events carry the run identity in these fields.

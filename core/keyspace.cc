@@ -98,6 +98,17 @@ Range expiry_until(std::uint32_t shard, absl::Time until) {
   return {std::move(b), std::move(e)};
 }
 std::string leader(std::uint32_t shard) { return KeyBuilder().tag(kLeader).u32(shard).build(); }
+std::string ledger(std::string_view id, absl::Time nominal, std::uint64_t incarnation) {
+  return KeyBuilder().tag(kLedger).str(id).time(nominal).u64(incarnation).build();
+}
+Range ledger_between(std::string_view id, absl::Time from, absl::Time to) {
+  return {KeyBuilder().tag(kLedger).str(id).time(from).build(),
+          KeyBuilder().tag(kLedger).str(id).time(to).build()};
+}
+Range ledger_of(std::string_view id) {
+  std::string b = KeyBuilder().tag(kLedger).str(id).build();
+  return {b, prefix_end(b)};
+}
 
 absl::StatusOr<DueKey> parse_due(std::string_view key) {
   KeyReader r(key);

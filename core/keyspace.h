@@ -23,6 +23,12 @@
 //   E | shard | expiry | id | inc | nominal
 //                                (empty) lease expiry index for the reaper.
 //   L | shard                    LeaderRecord.
+//   H | id | nominal | inc       LedgerRecord (issue 6): what became of each
+//                                occurrence (or range of occurrences starting
+//                                at `nominal`). Keyed by id across
+//                                incarnations so one time-range scan answers
+//                                "what happened to job X between t1 and t2"
+//                                and pruning walks one prefix oldest-first.
 //
 // Range helpers return [begin, end) pairs for Txn::scan.
 #pragma once
@@ -47,6 +53,7 @@ inline constexpr std::uint8_t kOpen = 'O';
 inline constexpr std::uint8_t kReady = 'Q';
 inline constexpr std::uint8_t kExpiry = 'E';
 inline constexpr std::uint8_t kLeader = 'L';
+inline constexpr std::uint8_t kLedger = 'H';
 
 inline constexpr std::uint32_t kMaxShards = 4096;
 
@@ -76,6 +83,10 @@ Range ready_until(std::uint32_t shard, std::uint8_t band, absl::Time until);
 std::string expiry(std::uint32_t shard, absl::Time expiry, const RunId& id);
 Range expiry_until(std::uint32_t shard, absl::Time until);
 std::string leader(std::uint32_t shard);
+std::string ledger(std::string_view id, absl::Time nominal, std::uint64_t incarnation);
+// Ledger records of `id` whose first nominal is in [from, to).
+Range ledger_between(std::string_view id, absl::Time from, absl::Time to);
+Range ledger_of(std::string_view id);
 
 // Decoders for scanned keys (strict; errors name the table).
 struct DueKey {

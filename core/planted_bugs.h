@@ -32,24 +32,36 @@ struct PlantedBugs {
   // re-issued without the idempotency check, and a completion is answered as
   // failed (the run is then re-executed).
   bool unknown_as_failure = false;
+  // dispatch (misfire catch-up): neither the catch_up_max bound nor the
+  // catch_up_spacing rate limit is applied.
+  bool unbounded_catch_up = false;
+  // dispatch/trigger: the overlap check counts no unfinished runs, so every
+  // occurrence starts a run at once.
+  bool overlap_ignored = false;
+  // complete: a retryable failure is re-queued at once (ready_at = now)
+  // instead of after the backoff delay.
+  bool retry_without_backoff = false;
 
   bool any() const {
     return ignore_fencing || no_lease_expiry || skip_epoch_check || ack_before_effect ||
-           non_atomic_dispatch || reuse_token || unknown_as_failure;
+           non_atomic_dispatch || reuse_token || unknown_as_failure || unbounded_catch_up ||
+           overlap_ignored || retry_without_backoff;
   }
   friend bool operator==(const PlantedBugs&, const PlantedBugs&) = default;
 };
 
 // Names as the simulator's --inject-bug spells them.
-inline constexpr std::array<std::string_view, 7> kPlantedBugNames = {
-    "ignore-fencing",      "no-lease-expiry", "skip-epoch-check",  "ack-before-effect",
-    "non-atomic-dispatch", "reuse-token",     "unknown-as-failure"};
+inline constexpr std::array<std::string_view, 10> kPlantedBugNames = {
+    "ignore-fencing",      "no-lease-expiry",    "skip-epoch-check", "ack-before-effect",
+    "non-atomic-dispatch", "reuse-token",        "unknown-as-failure", "unbounded-catch-up",
+    "overlap-ignored",     "retry-without-backoff"};
 
 // Sets the flag named `name`; false when the name is unknown.
 inline bool set_planted_bug(PlantedBugs& bugs, std::string_view name) {
   bool* flags[] = {&bugs.ignore_fencing,    &bugs.no_lease_expiry, &bugs.skip_epoch_check,
                    &bugs.ack_before_effect, &bugs.non_atomic_dispatch, &bugs.reuse_token,
-                   &bugs.unknown_as_failure};
+                   &bugs.unknown_as_failure, &bugs.unbounded_catch_up, &bugs.overlap_ignored,
+                   &bugs.retry_without_backoff};
   for (std::size_t i = 0; i < kPlantedBugNames.size(); ++i) {
     if (kPlantedBugNames[i] == name) {
       *flags[i] = true;

@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -28,10 +30,13 @@ namespace kairos {
 class ByteWriter;
 class ByteReader;
 
-inline constexpr std::uint8_t kRecordVersion = 1;
+// 2: policies, ledger, attempts, namespace/labels (issue 6). Version-1 records
+// are rejected with DataLoss naming the version.
+inline constexpr std::uint8_t kRecordVersion = 2;
 
-// Policies of issue 6. The kernel stores and carries them; only `timeout`
-// (passed to workers) and `priority` (ready-queue order) act today.
+// Per-job policies. Exact meanings, defaults and worked timelines are in
+// docs/POLICIES.md; the decisions themselves live in core/policy.h and the
+// JobStore bodies (dispatch, complete, reap, claim).
 enum class MisfirePolicy : std::uint8_t { kRunOnce, kCatchUp, kSkip };
 enum class OverlapPolicy : std::uint8_t { kSkip, kQueue, kAllow };
 
@@ -50,8 +55,18 @@ struct JobPolicy {
   OverlapPolicy overlap = OverlapPolicy::kSkip;
   std::uint32_t max_concurrent = 1;
   std::int32_t priority = 5;  // kMinPriority..kMaxPriority; higher is served first
+  // Retry jitter: the delay is drawn (deterministically from the run identity
+  // and attempt) from [base x (100 - j) / 100, base].
+  std::uint32_t retry_jitter_percent = 20;
+  // catch-up: at most one catch-up run is made due per this spacing.
+  absl::Duration catch_up_spacing = absl::Seconds(10);
   friend bool operator==(const JobPolicy&, const JobPolicy&) = default;
 };
+
+inline constexpr std::size_t kMaxNamespaceSize = 63;
+inline constexpr std::size_t kMaxLabels = 32;
+inline constexpr std::size_t kMaxLabelKeySize = 63;
+inline constexpr std::size_t kMaxLabelValueSize = 253;
 
 // What a user submits.
 struct JobSpec {
@@ -59,6 +74,8 @@ struct JobSpec {
   ScheduleSpec schedule;
   Payload payload;
   JobPolicy policy;
+  std::string ns = "default";                 // namespace
+  std::map<std::string, std::string> labels;  // ordered: deterministic
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 
@@ -76,6 +93,20 @@ struct JobRecord {
   std::optional<absl::Time> next_due_at;
   absl::Time next_nominal = absl::InfinitePast();
   absl::Time cancelled_at = absl::InfinitePast();
+  // Job control (issue 6). While paused the job owns no due entry; its
+  // next_nominal is kept and resume re-inserts it (the misfire policy then
+  // decides what the missed occurrences become; those not fired are recorded
+  // as kPaused when they fell in [paused_at, resumed_at)).
+  bool paused = false;
+  absl::Time paused_at = absl::InfinitePast();
+  absl::Time resumed_at = absl::InfinitePast();
+  std::uint64_t generation = 1;  // +1 on every committed spec change
+  absl::Time updated_at = absl::InfinitePast();
+  // Ledger bookkeeping: live ledger records of this id (all incarnations),
+  // and occurrences coalesced by run-once in earlier chunks of a backlog not
+  // yet attributed to a run.
+  std::uint64_t ledger_count = 0;
+  std::uint64_t backlog = 0;
   friend bool operator==(const JobRecord&, const JobRecord&) = default;
 };
 
@@ -102,11 +133,39 @@ struct RunId {
 // KAIROS_IDEMPOTENCY_KEY.
 std::string idempotency_key(const RunId& id);
 
-enum class RunState : std::uint8_t { kReady, kLeased, kSucceeded, kFailed, kCancelled };
+// kWaiting (issue 6, overlap `queue`): created but held back until the
+// job's unfinished runs finish; not on the ready queue.
+enum class RunState : std::uint8_t { kReady, kLeased, kSucceeded, kFailed, kCancelled, kWaiting };
 std::string_view to_string(RunState s);
 inline bool is_terminal(RunState s) {
   return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kCancelled;
 }
+
+enum class RunKind : std::uint8_t { kScheduled, kManual };
+std::string_view to_string(RunKind k);
+
+// How one attempt (one grant) ended.
+enum class AttemptEnd : std::uint8_t {
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kFailedPermanent,
+  kTimedOut,
+  kReleased,  // the worker gave it back (stopped at its lease deadline)
+  kLapsed,    // the lease lapsed (worker crashed, stalled or partitioned)
+};
+std::string_view to_string(AttemptEnd e);
+
+struct AttemptRecord {
+  std::uint32_t attempt = 0;
+  std::uint64_t token = 0;
+  std::string worker;
+  absl::Time claimed_at = absl::InfinitePast();
+  absl::Time finished_at = absl::InfinitePast();
+  AttemptEnd end = AttemptEnd::kRunning;
+  std::int32_t exit_code = 0;
+  friend bool operator==(const AttemptRecord&, const AttemptRecord&) = default;
+};
 
 // R|id|incarnation|nominal
 struct RunRecord {
@@ -126,7 +185,50 @@ struct RunRecord {
   RunStatus outcome = RunStatus::kFailed;  // meaningful when terminal (not cancelled)
   std::int32_t exit_code = 0;
   std::string detail;
+  // Issue 6.
+  RunKind kind = RunKind::kScheduled;
+  absl::Duration lateness;          // dispatched_at - fire time (0 for manual)
+  std::uint32_t stands_for = 1;     // occurrences this run stands for (run-once)
+  std::uint64_t trigger_id = 0;     // manual runs: the request's id (idempotency)
+  absl::Duration last_retry_delay;  // backoff chosen after the latest failure
+  std::vector<AttemptRecord> attempts;  // one per grant, oldest first
   friend bool operator==(const RunRecord&, const RunRecord&) = default;
+};
+
+// What became of one scheduled occurrence (or a range of them).
+enum class LedgerOutcome : std::uint8_t {
+  kFired,           // a run was created on time (within the misfire threshold)
+  kLate,            // a run was created past the misfire threshold (catch-up/run-once)
+  kMovedDst,        // fired, at a time moved by a DST gap rule
+  kSkippedOverlap,  // not run: the overlap policy refused it
+  kCoalesced,       // misfired, folded into a later run (run-once)
+  kSkippedMisfire,  // misfired, skipped (skip, or beyond the catch-up bound)
+  kCancelled,       // its run was withdrawn before being claimed (cancel/reschedule)
+  kPaused,          // fell while the job was paused and was not run
+  kManual,          // not an occurrence: a manual trigger (run_nominal = its run)
+};
+std::string_view to_string(LedgerOutcome o);
+// True when the record's occurrence got a run of its own.
+inline bool has_own_run(LedgerOutcome o) {
+  return o == LedgerOutcome::kFired || o == LedgerOutcome::kLate || o == LedgerOutcome::kMovedDst ||
+         o == LedgerOutcome::kManual;
+}
+
+// H|id|nominal|incarnation: one record per occurrence, or per range of
+// consecutive occurrences with one outcome (count > 1, through = last
+// nominal), so a backlog of a million missed occurrences costs a few records.
+struct LedgerRecord {
+  std::uint64_t incarnation = 0;
+  absl::Time nominal;   // first occurrence of the record
+  absl::Time through;   // last occurrence (== nominal when count == 1)
+  std::uint64_t count = 1;
+  LedgerOutcome outcome = LedgerOutcome::kFired;
+  absl::Time fire_at;   // when the (first) occurrence was due
+  absl::Time run_nominal = absl::InfinitePast();  // the run standing for it, if any
+  absl::Duration lateness;  // decision time - fire_at
+  absl::Time recorded_at;   // store clock
+  std::string detail;
+  friend bool operator==(const LedgerRecord&, const LedgerRecord&) = default;
 };
 
 // L|shard
@@ -152,11 +254,13 @@ std::string encode(const JobCounters& r);
 std::string encode(const RunRecord& r);
 std::string encode(const LeaderRecord& r);
 std::string encode(const DueEntry& r);
+std::string encode(const LedgerRecord& r);
 absl::StatusOr<JobRecord> decode_job(std::string_view bytes);
 absl::StatusOr<JobCounters> decode_counters(std::string_view bytes);
 absl::StatusOr<RunRecord> decode_run(std::string_view bytes);
 absl::StatusOr<LeaderRecord> decode_leader(std::string_view bytes);
 absl::StatusOr<DueEntry> decode_due(std::string_view bytes);
+absl::StatusOr<LedgerRecord> decode_ledger(std::string_view bytes);
 
 // Truncates every time and duration in a spec to whole microseconds.
 JobSpec normalize_spec(JobSpec spec);

@@ -36,6 +36,9 @@ absl::Status validate(const SchedulerNodeConfig& c) {
   if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)
     return absl::InvalidArgumentError(
         "node.retry_backoff_base: must be positive and <= node.retry_backoff_max");
+  KAIROS_RETURN_IF_ERROR(validate(c.policy));
+  if (c.max_clock_skew <= absl::ZeroDuration() || c.max_clock_skew > absl::Hours(24))
+    return absl::InvalidArgumentError("node.max_clock_skew: must be in (0, 24h]");
   return absl::OkStatus();
 }
 
@@ -50,7 +53,7 @@ SchedulerNode::SchedulerNode(const Clock& clock, Timers& timers, Storage& storag
       events_(events),
       metrics_(metrics),
       config_(std::move(config)),
-      store_(config_.shard_count, config_.bugs),
+      store_(config_.shard_count, config_.bugs, config_.policy),
       alive_(std::make_shared<bool>(true)),
       shards_(config_.shard_count) {
   const absl::Status s = validate(config_);
@@ -195,6 +198,11 @@ void SchedulerNode::tick() {
                       });
     return;
   }
+  probe_clock();
+  if (clock_skewed_) {
+    serve_parked();  // answered with an error: this node does not claim now
+    return;
+  }
   for (std::uint32_t s = 0; s < shards_.size(); ++s) {
     leadership_step(s);
     ShardState& st = shards_[s];
@@ -205,6 +213,38 @@ void SchedulerNode::tick() {
     }
   }
   serve_parked();
+}
+
+void SchedulerNode::probe_clock() {
+  if (clock_probe_txn_) return;
+  clock_probe_txn_ = true;
+  auto store_now = std::make_shared<absl::Time>();
+  const absl::Time sent = clock_.now();
+  Alive alive = alive_;
+  storage_.transact(
+      [store_now](Txn& txn) {
+        *store_now = txn.now();
+        return absl::OkStatus();
+      },
+      [this, alive, store_now, sent](TxnResult r) {
+        if (!*alive) return;
+        clock_probe_txn_ = false;
+        if (!r.committed()) return;  // no reading: keep the last verdict
+        const absl::Time received = clock_.now();
+        const absl::Duration bound = config_.max_clock_skew;
+        const bool skewed = *store_now < sent - bound || *store_now > received + bound;
+        // Estimated offset of the store clock from this node's (midpoint).
+        const absl::Duration offset = *store_now - (sent + (received - sent) / 2);
+        if (skewed == clock_skewed_) return;
+        clock_skewed_ = skewed;
+        Event e;
+        e.kind = skewed ? "node.clock_skew" : "node.clock_ok";
+        e.with("offset", offset).with("bound", bound).with("rtt", received - sent).with("store_now", *store_now);
+        record(std::move(e));
+        if (skewed)
+          for (std::uint32_t s = 0; s < shards_.size(); ++s) lose_leadership(s, "clock skew");
+      },
+      TxnMode::kReadOnly);
 }
 
 void SchedulerNode::lose_leadership(std::uint32_t shard, std::string_view reason) {
@@ -248,6 +288,12 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
         }
         if (!r.committed()) return;
         st.pending_epoch = 0;
+        if (clock_skewed_) {
+          // The clock went out of bound while this was in flight: do not
+          // lead (the store lease, if taken, simply lapses).
+          lose_leadership(shard, "clock skew");
+          return;
+        }
         if (out->kind == LeadershipResult::Kind::kHeldByOther) {
           lose_leadership(shard, absl::StrCat("held by ", out->record.holder, " epoch ",
                                               out->record.epoch));
@@ -281,7 +327,7 @@ void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
 
 void SchedulerNode::run_dispatch(std::uint32_t shard) {
   ShardState& st = shards_[shard];
-  if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until) return;
+  if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
   if (crashed_at("dispatch-before-commit")) return;
   st.dispatch_txn = true;
   const LeaderToken token{config_.node_id, st.epoch};
@@ -343,7 +389,7 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
 
 void SchedulerNode::run_reap(std::uint32_t shard) {
   ShardState& st = shards_[shard];
-  if (!st.leader || st.reap_txn || clock_.now() >= st.leading_until) return;
+  if (!st.leader || st.reap_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
   st.reap_txn = true;
   const LeaderToken token{config_.node_id, st.epoch};
   const std::size_t limit = config_.reap_batch;
@@ -419,6 +465,12 @@ void SchedulerNode::try_claim(std::uint64_t key) {
   auto it = parked_.find(key);
   if (it == parked_.end() || it->second.in_flight) return;
   Parked& p = it->second;
+  if (clock_skewed_) {
+    send(p.peer, wire::ErrorMessage{p.request.request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                                    "node clock outside the tolerated skew; not claiming"});
+    parked_.erase(it);
+    return;
+  }
   if (clock_.now() > p.deadline && p.request.wait > absl::ZeroDuration()) {
     send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
     parked_.erase(it);
@@ -629,6 +681,122 @@ void SchedulerNode::cancel_job(std::string id, std::function<void(absl::StatusOr
                                                    " after retries; retrying the same request is safe")));
         }
       });
+}
+
+// ---------------------------------------------------------------------------
+// Job control (issue 6).
+
+template <typename R>
+void SchedulerNode::run_control(std::string_view op, std::function<absl::Status(Txn&, R*)> body,
+                                std::function<void(absl::StatusOr<R>)> done, bool read_only) {
+  auto out = std::make_shared<R>();
+  const std::string name(op);
+  transact_retrying(
+      op, [body = std::move(body), out](Txn& txn) { return body(txn, out.get()); },
+      [this, out, name, done = std::move(done)](TxnResult r) {
+        if (r.committed()) {
+          if constexpr (requires { out->events; }) record_all(out->events);
+          done(std::move(*out));
+        } else if (r.outcome == CommitOutcome::kAborted) {
+          done(r.status);
+        } else {
+          done(absl::UnavailableError(absl::StrCat(name, ": outcome ", absl_sv(to_string(r.outcome)),
+                                                   " after retries; retrying the same request is safe")));
+        }
+      },
+      read_only ? TxnMode::kReadOnly : TxnMode::kReadWrite);
+}
+
+void SchedulerNode::list_jobs(std::string page_token, std::size_t limit, JobFilter filter,
+                              std::function<void(absl::StatusOr<ListResult>)> done) {
+  auto token = std::make_shared<std::string>(std::move(page_token));
+  auto f = std::make_shared<JobFilter>(std::move(filter));
+  run_control<ListResult>(
+      "list", [this, token, limit, f](Txn& t, ListResult* o) { return store_.list(t, *token, limit, *f, o); },
+      std::move(done), /*read_only=*/true);
+}
+
+void SchedulerNode::pause_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<ControlResult>(
+      "pause", [this, sid](Txn& t, ControlResult* o) { return store_.pause(t, *sid, o); }, std::move(done));
+}
+
+void SchedulerNode::resume_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<ControlResult>(
+      "resume", [this, sid](Txn& t, ControlResult* o) { return store_.resume(t, *sid, o); }, std::move(done));
+}
+
+void SchedulerNode::reschedule_job(std::string id, ScheduleSpec schedule,
+                                   std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  auto sched = std::make_shared<ScheduleSpec>(std::move(schedule));
+  run_control<ControlResult>(
+      "reschedule",
+      [this, sid, sched](Txn& t, ControlResult* o) {
+        return store_.update(t, *sid, [sched](JobSpec& s) {
+          s.schedule = *sched;
+          return absl::OkStatus();
+        }, o);
+      },
+      std::move(done));
+}
+
+void SchedulerNode::update_policy(std::string id, JobPolicy policy,
+                                  std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<ControlResult>(
+      "update",
+      [this, sid, policy](Txn& t, ControlResult* o) {
+        return store_.update(t, *sid, [policy](JobSpec& s) {
+          s.policy = policy;
+          return absl::OkStatus();
+        }, o);
+      },
+      std::move(done));
+}
+
+void SchedulerNode::apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done) {
+  if (auto s = validate_job_spec(spec); !s.ok()) {
+    Alive alive = alive_;
+    timers_.post([alive, done = std::move(done), s] {
+      if (*alive) done(s);
+    });
+    return;
+  }
+  auto sp = std::make_shared<JobSpec>(std::move(spec));
+  run_control<ControlResult>(
+      "apply", [this, sp](Txn& t, ControlResult* o) { return store_.apply(t, *sp, o); }, std::move(done));
+}
+
+void SchedulerNode::trigger_job(std::string id, bool force,
+                                std::function<void(absl::StatusOr<TriggerResult>)> done) {
+  auto args = std::make_shared<TriggerArgs>();
+  args->job_id = std::move(id);
+  args->trigger_id = random_.next_u64() | 1;  // never 0
+  args->requested_at = clock_.now();
+  args->force = force;
+  run_control<TriggerResult>(
+      "trigger", [this, args](Txn& t, TriggerResult* o) { return store_.trigger(t, *args, o); },
+      [this, done = std::move(done)](absl::StatusOr<TriggerResult> r) {
+        if (r.ok() && r->created) serve_parked();
+        done(std::move(r));
+      });
+}
+
+void SchedulerNode::get_ledger(LedgerQuery query, std::function<void(absl::StatusOr<LedgerResult>)> done) {
+  auto q = std::make_shared<LedgerQuery>(std::move(query));
+  run_control<LedgerResult>(
+      "ledger", [this, q](Txn& t, LedgerResult* o) { return store_.ledger(t, *q, o); }, std::move(done),
+      /*read_only=*/true);
+}
+
+void SchedulerNode::list_runs(RunsQuery query, std::function<void(absl::StatusOr<RunsResult>)> done) {
+  auto q = std::make_shared<RunsQuery>(std::move(query));
+  run_control<RunsResult>(
+      "runs", [this, q](Txn& t, RunsResult* o) { return store_.runs(t, *q, o); }, std::move(done),
+      /*read_only=*/true);
 }
 
 }  // namespace kairos

@@ -82,6 +82,14 @@ struct SchedulerNodeConfig {
   absl::Duration retry_backoff_base = absl::Milliseconds(20);
   absl::Duration retry_backoff_max = absl::Seconds(1);
   PlantedBugs bugs;
+  // Policy knobs of the store bodies (ledger retention, starvation bound).
+  PolicyOptions policy;
+  // Clock sanity (issue 6): each tick the node reads the store's clock in a
+  // read-only transaction; when Txn::now() falls outside
+  // [sent - max_clock_skew, received + max_clock_skew] (node clock, so the
+  // round trip is allowed for) the node stops leading and claiming, records
+  // node.clock_skew, and resumes (node.clock_ok) once a probe is within bound.
+  absl::Duration max_clock_skew = absl::Seconds(10);
   // Simulator only; empty in production. Called at each named crash point
   // (docs/SIMULATION.md); true means the process has just crashed there and
   // the handler returns at once, so nothing after the point runs.
@@ -114,6 +122,25 @@ class SchedulerNode {
   void list_jobs(std::string page_token, std::size_t limit,
                  std::function<void(absl::StatusOr<ListResult>)> done);
   void cancel_job(std::string id, std::function<void(absl::StatusOr<CancelResult>)> done);
+  // Issue 6: job control, same style (definite outcome or an error; retrying
+  // the same request is safe: every body is idempotent).
+  void list_jobs(std::string page_token, std::size_t limit, JobFilter filter,
+                 std::function<void(absl::StatusOr<ListResult>)> done);
+  void pause_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done);
+  void resume_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done);
+  // Changes schedule, zone or run time; the due entry and not-yet-claimed
+  // runs follow atomically.
+  void reschedule_job(std::string id, ScheduleSpec schedule,
+                      std::function<void(absl::StatusOr<ControlResult>)> done);
+  void update_policy(std::string id, JobPolicy policy,
+                     std::function<void(absl::StatusOr<ControlResult>)> done);
+  // Create-or-update by id; re-applying an unchanged spec changes nothing.
+  void apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done);
+  // A manual run with its own idempotency key; `force` ignores the overlap
+  // policy. The trigger id is drawn once, so internal retries are idempotent.
+  void trigger_job(std::string id, bool force, std::function<void(absl::StatusOr<TriggerResult>)> done);
+  void get_ledger(LedgerQuery query, std::function<void(absl::StatusOr<LedgerResult>)> done);
+  void list_runs(RunsQuery query, std::function<void(absl::StatusOr<RunsResult>)> done);
 
   // Introspection (tests, simulator, health endpoint).
   const std::string& id() const { return config_.node_id; }
@@ -122,6 +149,8 @@ class SchedulerNode {
   bool leads(std::uint32_t shard) const;
   std::uint64_t epoch(std::uint32_t shard) const;  // 0 when not leading
   std::size_t parked_claims() const { return parked_.size(); }
+  // False while the node's clock is outside max_clock_skew of the store's.
+  bool clock_sane() const { return !clock_skewed_; }
   // Runs one tick now (in addition to the periodic ones).
   void tick();
 
@@ -148,6 +177,10 @@ class SchedulerNode {
   using Alive = std::shared_ptr<bool>;
 
   void schedule_tick();
+  void probe_clock();
+  template <typename R>
+  void run_control(std::string_view op, std::function<absl::Status(Txn&, R*)> body,
+                   std::function<void(absl::StatusOr<R>)> done, bool read_only = false);
   void on_message(PeerId from, std::string_view bytes);
   void leadership_step(std::uint32_t shard);
   void lose_leadership(std::uint32_t shard, std::string_view reason);
@@ -188,6 +221,8 @@ class SchedulerNode {
   std::uint32_t claim_rotation_ = 0;
   std::uint64_t next_parked_ = 0;
   std::map<std::uint64_t, Parked> parked_;  // by arrival order
+  bool clock_skewed_ = false;
+  bool clock_probe_txn_ = false;
 };
 
 }  // namespace kairos

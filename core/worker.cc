@@ -78,8 +78,10 @@ void Worker::stop() {
   cancel(flush_timer_);
   if (claim_) timers_.cancel(claim_->timer);
   if (complete_) timers_.cancel(complete_->timer);
-  for (auto& [id, a] : active_)
+  for (auto& [id, a] : active_) {
     if (a.deadline_timer) timers_.cancel(*a.deadline_timer);
+    if (a.timeout_timer) timers_.cancel(*a.timeout_timer);
+  }
   active_.clear();
   reports_.clear();
   renews_.clear();
@@ -232,6 +234,7 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
     Active old = std::move(it->second);
     active_.erase(it);
     if (old.deadline_timer) timers_.cancel(*old.deadline_timer);
+    if (old.timeout_timer) timers_.cancel(*old.timeout_timer);
     if (old.started) runner_.stop(old.handle);
   }
   record(std::move(e));
@@ -250,6 +253,12 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
   a.lease_deadline = deadline;
   active_.emplace(id, std::move(a));
   arm_deadline(id);
+  {
+    Alive alive = alive_;
+    active_[id].timeout_timer = timers_.after(req.deadline - now, [this, alive, id, token] {
+      if (*alive) on_timeout(id, token);
+    });
+  }
   if (config_.bugs.ack_before_effect) {
     // Planted bug: success is reported before the side effect is known.
     Report rep;
@@ -297,12 +306,32 @@ void Worker::on_deadline(const RunId& id) {
   if (a.started) runner_.stop(a.handle);
 }
 
+void Worker::on_timeout(const RunId& id, std::uint64_t token) {
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second.grant.token != token) return;
+  Active& a = it->second;
+  a.timeout_timer.reset();
+  if (a.lost || a.timed_out) return;
+  a.timed_out = true;
+  Event e;
+  e.kind = "worker.run_timeout";
+  e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal)
+      .with("token", token).with("timeout", a.grant.timeout);
+  record(std::move(e));
+  if (a.started) runner_.stop(a.handle);
+}
+
 void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcome) {
   auto it = active_.find(id);
   if (it == active_.end() || it->second.grant.token != token) return;
   Active a = std::move(it->second);
   active_.erase(it);
   if (a.deadline_timer) timers_.cancel(*a.deadline_timer);
+  if (a.timeout_timer) timers_.cancel(*a.timeout_timer);
+  if (a.timed_out && outcome.status == RunStatus::kStopped) {
+    outcome.status = RunStatus::kTimedOut;  // stopped by the job's own timeout
+    outcome.detail = "timed out";
+  }
   const bool late = clock_.now() >= a.lease_deadline;
   if (a.lost || late) {
     Event e;

@@ -15,6 +15,11 @@
 // newer token. A renewal rejected with a stale token stops the run the same
 // way.
 //
+// Run timeout (issue 6). Separately, the job's own timeout bounds the run:
+// the worker stops it at  start + timeout  (its own clock; the Runner is also
+// given that deadline) and reports kTimedOut, which the retry policy treats as
+// a failure. So a run ends by min(lease deadline, start + timeout).
+//
 // Reports. A finished run is reported with its token; the report is retried
 // (same token; bounded, jittered backoff) until the node answers it
 // definitely (accepted or rejected). A worker never treats "no answer" as
@@ -90,6 +95,10 @@ class Worker {
     absl::Time lease_deadline;
     std::optional<TimerId> deadline_timer;
     bool lost = false;  // stopped by deadline or rejected renewal: report nothing
+    // Per-run timeout (issue 6), separate from the lease: at start + the
+    // job's timeout the worker stops the run and reports kTimedOut.
+    std::optional<TimerId> timeout_timer;
+    bool timed_out = false;
   };
   struct Report {
     wire::WireCompleteItem item;
@@ -108,6 +117,7 @@ class Worker {
   void start_run(wire::WireGrant grant, absl::Time sent);
   void arm_deadline(const RunId& id);
   void on_deadline(const RunId& id);
+  void on_timeout(const RunId& id, std::uint64_t token);
   void on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcome);
   void heartbeat();
   void on_renew_response(const wire::RenewResponse& response);

@@ -11,7 +11,7 @@ constexpr const char* kUsage =
     "usage: kairos <command> [options]\n"
     "\n"
     "commands:\n"
-    "  server     run a scheduler node with the embedded LMDB store\n"
+    "  server     run a scheduler node, local workers and the embedded LMDB store\n"
     "  cron       parse and preview cron schedules (next, explain)\n"
     "  help       show this text\n"
     "\n"

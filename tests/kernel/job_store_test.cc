@@ -122,15 +122,23 @@ TEST_F(JobStoreTest, ListPagesByKey) {
 }
 
 TEST_F(JobStoreTest, DispatchCreatesRunAndAdvancesTheDueEntryAtomically) {
-  create(interval_job("a"));
+  // Issue 6: a 10-minute misfire threshold keeps the 3-minute lag below a
+  // misfire, so each occurrence fires on its own (tests/policy covers misfires
+// and overlap).
+  JobSpec spec = interval_job("a");
+  spec.policy.misfire_threshold = absl::Minutes(10);
+  spec.policy.overlap = OverlapPolicy::kAllow;  // the first run never finishes here
+  spec.policy.max_concurrent = 10;
+  create(spec);
   const std::uint32_t s = store.shard_of("a");
   const LeaderToken l = lead(s);
   b.clock.advance(absl::Seconds(5));  // T0 + 5s: the T0 occurrence is due
   DispatchResult d = dispatch(s, l);
   ASSERT_EQ(d.dispatched.size(), 1u);
   EXPECT_EQ(d.dispatched[0].id, (RunId{"a", 1, T0()}));
-  EXPECT_EQ(d.events.size(), 1u);
+  ASSERT_EQ(d.events.size(), 2u);  // the run and its occurrence's ledger record
   EXPECT_EQ(d.events[0].kind, "run.dispatched");
+  EXPECT_EQ(d.events[1].kind, "ledger.recorded");
   // The due entry moved to the next occurrence.
   std::optional<JobRecord> job;
   b.run([&](Txn& t) { return store.get(t, "a", &job); });

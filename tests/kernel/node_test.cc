@@ -124,8 +124,17 @@ TEST_P(FaultyPipeline, EveryOccurrenceRunsAndTokensFence) {
   w.node.start();
   worker.start();
   int created = 0;
-  for (int i = 0; i < 4; ++i)
-    w.node.create_job(interval_job("job" + std::to_string(i)), [&](auto r) { created += r.ok(); });
+  for (int i = 0; i < 4; ++i) {
+    // Issue 6: overlap `allow` and a long misfire threshold, so a run slowed
+    // by faults neither skips nor coalesces the next occurrence (the policy
+    // defaults are tested in tests/policy).
+    JobSpec spec = interval_job("job" + std::to_string(i));
+    spec.policy.overlap = OverlapPolicy::kAllow;
+    spec.policy.max_concurrent = 20;
+    spec.policy.misfire_threshold = absl::Hours(1);
+    spec.policy.max_attempts = 100;
+    w.node.create_job(spec, [&](auto r) { created += r.ok(); });
+  }
   w.node.create_job(once_job("once", T0() + absl::Minutes(3)), [&](auto r) { created += r.ok(); });
   w.stepper.run(absl::Minutes(20));
   faulty = false;
@@ -192,7 +201,10 @@ TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
   SchedulerNode b{clock, loop_b, store_b, ep_b, rb, events, mb, node_config("b", 1)};
   b.start();
   std::optional<absl::StatusOr<CreateResult>> got;
-  b.create_job(interval_job("j", absl::Seconds(10), T0() + absl::Seconds(20)), [&](auto r) { got = r; });
+  JobSpec spec = interval_job("j", absl::Seconds(10), T0() + absl::Seconds(20));
+  spec.policy.overlap = OverlapPolicy::kAllow;  // issue 6: no worker runs them
+  spec.policy.max_concurrent = 100;
+  b.create_job(spec, [&](auto r) { got = r; });
   stepper.run(absl::Milliseconds(3500));  // a renewed at 5.05s (2.525s by its clock)
   ASSERT_TRUE(got && got->ok());
   EXPECT_FALSE(b.leads(0));
