@@ -693,9 +693,10 @@ void SchedulerNode::run_control(std::string_view op, std::function<absl::Status(
   const std::string name(op);
   transact_retrying(
       op, [body = std::move(body), out](Txn& txn) { return body(txn, out.get()); },
-      [this, out, name, done = std::move(done)](TxnResult r) {
+      [self = this, out, name, done = std::move(done)](TxnResult r) {
+        (void)self;  // used only when R carries events
         if (r.committed()) {
-          if constexpr (requires { out->events; }) record_all(out->events);
+          if constexpr (requires { out->events; }) self->record_all(out->events);
           done(std::move(*out));
         } else if (r.outcome == CommitOutcome::kAborted) {
           done(r.status);
