@@ -35,7 +35,7 @@
 // write harmless, the local deadline only avoids useless ones.
 //
 // Events/metrics. Every committed state change is recorded to the EventLog
-// (kinds in docs/KERNEL.md, each with a "node" field) and counted in Metrics
+// (kinds in docs/ARCHITECTURE.md, each with a "node" field) and counted in Metrics
 // as kairos_<kind with '.' -> '_'>_total, e.g. kairos_run_claimed_total.
 //
 // stop() is a crash: timers are cancelled, in-memory state is dropped, and
