@@ -1,0 +1,111 @@
+#include "sim/sim_runner.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/absl_compat.h"
+
+namespace kairos::sim {
+
+SimRunner::SimRunner(World& world, NodeId node, SimTimers& timers, const SimClock& clock,
+                     Sink& sink, Random random, RunnerConfig config)
+    : world_(world),
+      node_(node),
+      timers_(timers),
+      clock_(clock),
+      sink_(sink),
+      random_(random),
+      config_(config) {}
+
+RunHandle SimRunner::start(RunRequest request, std::function<void(RunOutcome)> done) {
+  const RunHandle h = ++next_;
+  ++stats_.started;
+  Active& a = active_[h];
+  const absl::Duration budget = request.deadline - clock_.now();  // worker clock
+  a.request = std::move(request);
+  a.done = std::move(done);
+  bool hang = config_.hang_permille != 0 && random_.chance(config_.hang_permille, 1000);
+  absl::Duration d = random_.duration_between(config_.min_duration, config_.max_duration);
+  if (config_.tail_permille != 0 && random_.chance(config_.tail_permille, 1000))
+    d += random_.duration_between(absl::ZeroDuration(), config_.tail_max);
+  if (!hang) a.work_timer = timers_.after(d, [this, h] { work_done(h); });
+  a.deadline_timer = timers_.after(budget, [this, h] {
+    auto it = active_.find(h);
+    if (it == active_.end()) return;
+    ++stats_.timed_out;
+    finish(h, {RunStatus::kTimedOut, 0, "deadline reached"});
+  });
+  return h;
+}
+
+void SimRunner::work_done(RunHandle h) {
+  auto it = active_.find(h);
+  if (it == active_.end()) return;
+  Active& a = it->second;
+  a.work_timer = 0;
+  const std::uint64_t roll = random_.below(1000);
+  if (roll < config_.permanent_fail_permille) {
+    ++stats_.failed;
+    finish(h, {RunStatus::kFailedPermanent, 2, "simulated permanent failure"});
+    return;
+  }
+  if (roll < config_.permanent_fail_permille + config_.fail_permille) {
+    ++stats_.failed;
+    finish(h, {RunStatus::kFailed, 1, "simulated failure"});
+    return;
+  }
+  a.writing = true;
+  SinkWrite w;
+  w.key = a.request.idempotency_key;
+  w.token = a.request.fencing_token;
+  w.job_id = a.request.job_id;
+  w.nominal_us = absl::ToUnixMicros(a.request.nominal_time);
+  w.attempt = a.request.attempt;
+  sink_.write(node_, std::move(w), [this, h](SinkOutcome outcome) {
+    auto it = active_.find(h);
+    if (it == active_.end()) return;  // stopped or timed out meanwhile
+    switch (outcome) {
+      case SinkOutcome::kAccepted:
+      case SinkOutcome::kDuplicate:
+        ++stats_.succeeded;
+        finish(h, {RunStatus::kSucceeded, 0, std::string(to_string(outcome))});
+        return;
+      case SinkOutcome::kStaleToken:
+        ++stats_.fenced;
+        ++stats_.failed;
+        world_.mark("runner.fenced-by-sink");
+        finish(h, {RunStatus::kFailed, 409, "fenced: the sink saw a higher token"});
+        return;
+      case SinkOutcome::kError:
+      case SinkOutcome::kTimeout:
+        ++stats_.failed;
+        finish(h, {RunStatus::kFailed, 503, absl::StrCat("sink ", absl_sv(to_string(outcome)))});
+        return;
+    }
+  });
+}
+
+void SimRunner::stop(RunHandle h) {
+  auto it = active_.find(h);
+  if (it == active_.end()) return;
+  ++stats_.stopped;
+  Active a = std::move(it->second);
+  active_.erase(it);
+  timers_.cancel(a.work_timer);
+  timers_.cancel(a.deadline_timer);
+  timers_.post([done = std::move(a.done)] { done({RunStatus::kStopped, 0, "stopped"}); });
+}
+
+void SimRunner::finish(RunHandle h, RunOutcome outcome) {
+  auto it = active_.find(h);
+  if (it == active_.end()) return;
+  Active a = std::move(it->second);
+  active_.erase(it);
+  timers_.cancel(a.work_timer);
+  timers_.cancel(a.deadline_timer);
+  a.done(std::move(outcome));
+}
+
+void SimRunner::reset() { active_.clear(); }
+
+}  // namespace kairos::sim
