@@ -620,67 +620,35 @@ void SchedulerNode::create_job(JobSpec spec, std::function<void(absl::StatusOr<C
     });
     return;
   }
-  auto out = std::make_shared<CreateResult>();
   auto shared_spec = std::make_shared<JobSpec>(std::move(spec));
-  transact_retrying(
-      "create", [this, shared_spec, out](Txn& txn) { return store_.create(txn, *shared_spec, out.get()); },
-      [this, out, done = std::move(done)](TxnResult r) {
-        if (r.committed()) {
-          record_all(out->events);
-          done(std::move(*out));
-        } else if (r.outcome == CommitOutcome::kAborted) {
-          done(r.status);
-        } else {
-          done(absl::UnavailableError(absl::StrCat("create: outcome ", absl_sv(to_string(r.outcome)),
-                                                   " after retries; retrying the same request is safe")));
-        }
-      });
+  run_control<CreateResult>(
+      "create",
+      [this, shared_spec](Txn& txn, CreateResult* out) { return store_.create(txn, *shared_spec, out); },
+      std::move(done), /*read_only=*/false);
 }
 
 void SchedulerNode::get_job(std::string id,
                             std::function<void(absl::StatusOr<std::optional<JobRecord>>)> done) {
-  auto out = std::make_shared<std::optional<JobRecord>>();
   auto sid = std::make_shared<std::string>(std::move(id));
-  transact_retrying(
-      "get", [this, sid, out](Txn& txn) { return store_.get(txn, *sid, out.get()); },
-      [out, done = std::move(done)](TxnResult r) {
-        if (r.committed()) done(std::move(*out));
-        else if (r.outcome == CommitOutcome::kAborted) done(r.status);
-        else done(absl::UnavailableError("get: store unavailable"));
-      },
-      TxnMode::kReadOnly);
+  run_control<std::optional<JobRecord>>(
+      "get", [this, sid](Txn& txn, std::optional<JobRecord>* out) { return store_.get(txn, *sid, out); },
+      std::move(done), /*read_only=*/true);
 }
 
 void SchedulerNode::list_jobs(std::string page_token, std::size_t limit,
                               std::function<void(absl::StatusOr<ListResult>)> done) {
-  auto out = std::make_shared<ListResult>();
   auto token = std::make_shared<std::string>(std::move(page_token));
-  transact_retrying(
-      "list", [this, token, limit, out](Txn& txn) { return store_.list(txn, *token, limit, out.get()); },
-      [out, done = std::move(done)](TxnResult r) {
-        if (r.committed()) done(std::move(*out));
-        else if (r.outcome == CommitOutcome::kAborted) done(r.status);
-        else done(absl::UnavailableError("list: store unavailable"));
-      },
-      TxnMode::kReadOnly);
+  run_control<ListResult>(
+      "list",
+      [this, token, limit](Txn& txn, ListResult* out) { return store_.list(txn, *token, limit, out); },
+      std::move(done), /*read_only=*/true);
 }
 
 void SchedulerNode::cancel_job(std::string id, std::function<void(absl::StatusOr<CancelResult>)> done) {
-  auto out = std::make_shared<CancelResult>();
   auto sid = std::make_shared<std::string>(std::move(id));
-  transact_retrying(
-      "cancel", [this, sid, out](Txn& txn) { return store_.cancel(txn, *sid, out.get()); },
-      [this, out, done = std::move(done)](TxnResult r) {
-        if (r.committed()) {
-          record_all(out->events);
-          done(std::move(*out));
-        } else if (r.outcome == CommitOutcome::kAborted) {
-          done(r.status);
-        } else {
-          done(absl::UnavailableError(absl::StrCat("cancel: outcome ", absl_sv(to_string(r.outcome)),
-                                                   " after retries; retrying the same request is safe")));
-        }
-      });
+  run_control<CancelResult>(
+      "cancel", [this, sid](Txn& txn, CancelResult* out) { return store_.cancel(txn, *sid, out); },
+      std::move(done), /*read_only=*/false);
 }
 
 // ---------------------------------------------------------------------------
