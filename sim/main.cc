@@ -53,9 +53,32 @@ struct Options {
   std::vector<std::string> compare;
 };
 
+constexpr const char* kUsage =
+    "usage: kairos-sim [options]\n"
+    "\n"
+    "  --scenario FILE         run the scenario in FILE\n"
+    "  --seed N | --seeds A..B seed(s) to run (default 1)\n"
+    "  --swarm --runs N        N runs with random fault mixes (first seed: --seed)\n"
+    "  --trace FILE            write the event trace of the (first) run\n"
+    "  --inject-bug NAME       plant a known bug in the core (see --list-bugs)\n"
+    "  --check-determinism     run each seed twice and compare trace hashes\n"
+    "  --compare-traces A B    name the first differing record of two traces\n"
+    "  --emit-scenario FILE    write the (first) run's scenario to FILE\n"
+    "  --list-bugs | --list-scenarios [--scenario-dir DIR] | --list-marks\n"
+    "  --stop-on-failure       stop a batch at the first failing run\n"
+    "  --coverage              print the coverage marks the batch hit\n"
+    "  --require-marks         fail the batch if a required mark was never hit\n"
+    "  --help                  show this text\n"
+    "\n"
+    "Exit status: 0 every run passed; 1 a violation (or a required mark never\n"
+    "hit); 2 bad usage or a bad scenario file; 3 a determinism check failed.\n"
+    "The scenario format and the invariants: docs/SIMULATION.md.\n";
+
+// parse_args() result meaning "done, exit 0" (after --help).
+constexpr int kExitOk = -1;
+
 int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "kairos-sim: %s\n(see the header of sim/main.cc or docs/SIMULATION.md)\n",
-               msg.c_str());
+  std::fprintf(stderr, "kairos-sim: %s\n\n%s", msg.c_str(), kUsage);
   return 2;
 }
 
@@ -72,6 +95,10 @@ int parse_args(int argc, char** argv, Options& o) {
       {"--coverage", false},       {"--require-marks", false}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
     bool has_inline = false;
     if (const auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
       value = flag.substr(eq + 1);
@@ -137,7 +164,7 @@ std::string replay_command(const Options& o, std::uint64_t seed) {
 
 int main(int argc, char** argv) {
   Options o;
-  if (int rc = parse_args(argc, argv, o); rc != 0) return rc;
+  if (int rc = parse_args(argc, argv, o); rc != 0) return rc == kExitOk ? 0 : rc;
 
   if (o.list_marks) {
     for (auto name : kRequiredMarks) std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
