@@ -41,6 +41,11 @@
 // stop() is a crash: timers are cancelled, in-memory state is dropped, and
 // callbacks still in flight (store results, runner outcomes) are ignored. A
 // new instance with the same node id is a restart.
+//
+// Lifetime. Transaction bodies the node handed to the Storage refer to the
+// node (its JobStore and config). Destroy the node only after the store has
+// run or dropped every body it queued: stop() the node, then drain or destroy
+// the store, then destroy the node (prod/server_command.cc does exactly this).
 #pragma once
 
 #include <cstdint>
