@@ -5,9 +5,12 @@
 #include <deque>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "core/job_store.h"
+#include "core/keyspace.h"
+#include "core/records.h"
 #include "core/manual_loop.h"
 #include "core/memory_storage.h"
 #include "core/storage.h"
@@ -91,6 +94,14 @@ inline JobSpec interval_job(std::string id, absl::Duration every = absl::Minutes
   s.schedule.start = start;
   s.payload = CommandPayload{{"/bin/true"}, {}, ""};
   return s;
+}
+
+// Every run record in the store, decoded, in key order.
+inline std::vector<RunRecord> stored_runs(const MemoryStorage& mem) {
+  std::vector<RunRecord> out;
+  for (const auto& [k, v] : mem.contents())
+    if (k[0] == keys::kRun) out.push_back(*decode_run(v));
+  return out;
 }
 
 inline JobSpec once_job(std::string id, absl::Time at) {

@@ -45,12 +45,7 @@ struct OneNode {
     for (const auto& [k, v] : mem.contents()) n += static_cast<std::uint8_t>(k[0]) == tag;
     return n;
   }
-  std::vector<RunRecord> runs() const {
-    std::vector<RunRecord> out;
-    for (const auto& [k, v] : mem.contents())
-      if (k[0] == keys::kRun) out.push_back(*decode_run(v));
-    return out;
-  }
+  std::vector<RunRecord> runs() const { return testing::stored_runs(mem); }
 };
 
 TEST(SchedulerNode, CreateIsAcknowledgedOnlyAfterADefiniteOutcome) {

@@ -48,12 +48,7 @@ struct World {
     c.poll_interval = absl::Milliseconds(500);
     node = std::make_unique<SchedulerNode>(node_clock, loop, mem, node_ep, random, events, metrics, c);
   }
-  std::vector<RunRecord> runs() const {
-    std::vector<RunRecord> out;
-    for (const auto& [k, v] : mem.contents())
-      if (k[0] == keys::kRun) out.push_back(*decode_run(v));
-    return out;
-  }
+  std::vector<RunRecord> runs() const { return testing::stored_runs(mem); }
 };
 
 TEST(WorkerTimeout, RunIsStoppedAtItsTimeoutAndRetriedAsAFailure) {
