@@ -444,6 +444,7 @@ absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) 
   out->job = *job;
   if (job->state != JobState::kActive) return absl::OkStatus();  // idempotent
   out->was_active = true;
+  KAIROS_RETURN_IF_ERROR(close_overdue(txn, *job, "job cancelled before dispatch", out->events));
   if (job->next_due_at) txn.erase(keys::due(shard_of(id), *job->next_due_at, id));
   job->next_due_at.reset();
   job->state = JobState::kCancelled;
@@ -616,6 +617,94 @@ absl::Status JobStore::fire(Txn& txn, std::uint32_t shard, JobRecord& job, const
   return put_ledger(txn, job, led, out->events);
 }
 
+// Ledger records for fires[b, e) with one outcome; occurrences that fell
+// while the job was paused are recorded as kPaused instead. Lateness is
+// judged from max(fire time, job creation), as dispatch does.
+absl::Status JobStore::record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires,
+                                    std::size_t b, std::size_t e, LedgerOutcome outcome,
+                                    absl::Time run_nominal, std::string_view detail,
+                                    std::vector<Event>& events) const {
+  const absl::Time now = txn.now();
+  // While the job is still paused (a cancel or reschedule of a paused job)
+  // everything since paused_at fell in the pause.
+  auto in_pause = [&](const Fire& f) {
+    return f.nominal >= job.paused_at && (job.paused || f.nominal < job.resumed_at);
+  };
+  std::size_t i = b;
+  while (i < e) {
+    const bool paused = in_pause(fires[i]);
+    std::size_t j = i + 1;
+    while (j < e && in_pause(fires[j]) == paused) ++j;
+    LedgerRecord led;
+    led.incarnation = job.incarnation;
+    led.nominal = fires[i].nominal;
+    led.through = fires[j - 1].nominal;
+    led.count = j - i;
+    led.outcome = paused ? LedgerOutcome::kPaused : outcome;
+    led.fire_at = fires[i].at;
+    led.run_nominal = run_nominal;
+    const absl::Duration late = now - std::max(fires[i].at, job.created_at);
+    led.lateness = late < absl::ZeroDuration() ? absl::ZeroDuration() : late;
+    led.recorded_at = now;
+    led.detail = paused ? absl::StrCat("fell while the job was paused; ", absl_sv(detail)) : std::string(detail);
+    KAIROS_RETURN_IF_ERROR(put_ledger(txn, job, led, events));
+    i = j;
+  }
+  return absl::OkStatus();
+}
+
+// Occurrences of the job's current schedule from next_nominal whose fire
+// time has passed but which were never dispatched (the leader was behind, or
+// the job is paused) end here, before a cancel or a schedule change, so every
+// occurrence that became due keeps exactly one ledger outcome: kCancelled
+// with `why` (kPaused for those that fell while the job was paused). Work is
+// bounded: at most kMaxChunks x misfire_chunk occurrences are listed; a
+// longer backlog ends with one record through the last due occurrence whose
+// count is 0 (not counted).
+absl::Status JobStore::close_overdue(Txn& txn, JobRecord& job, std::string_view why,
+                                     std::vector<Event>& events) const {
+  if (job.next_nominal == absl::InfinitePast()) return absl::OkStatus();
+  constexpr int kMaxChunks = 100;
+  const absl::Time now = txn.now();
+  KAIROS_ASSIGN_OR_RETURN(auto schedule, Schedule::compile(job.spec.schedule, job.spec.id));
+  std::optional<Fire> f = schedule.next_after(job.next_nominal - absl::Microseconds(1));
+  if (!f || f->nominal != job.next_nominal) {
+    Fire only;
+    only.nominal = job.next_nominal;
+    only.at = job.next_due_at.value_or(job.next_nominal);
+    f = only;
+  }
+  std::vector<Fire> fires;
+  for (int chunk = 0; f && f->at <= now; ++chunk) {
+    fires.clear();
+    for (; f && f->at <= now && fires.size() < options_.misfire_chunk; f = schedule.next_after(f->nominal))
+      fires.push_back(*f);
+    if (chunk + 1 == kMaxChunks && f && f->at <= now) {
+      // Too long to list: one uncounted record through the last due one.
+      std::optional<Fire> last = schedule.prev_before(now + absl::Microseconds(1));
+      while (last && last->at > now) last = schedule.prev_before(last->nominal);
+      if (last && last->nominal >= f->nominal) {
+        KAIROS_RETURN_IF_ERROR(record_range(txn, job, fires, 0, fires.size(), LedgerOutcome::kCancelled,
+                                            absl::InfinitePast(), why, events));
+        LedgerRecord led;
+        led.incarnation = job.incarnation;
+        led.nominal = f->nominal;
+        led.through = last->nominal;
+        led.count = 0;
+        led.outcome = LedgerOutcome::kCancelled;
+        led.fire_at = f->at;
+        led.lateness = now - f->at;
+        led.recorded_at = now;
+        led.detail = absl::StrCat(absl_sv(why), " (backlog too long to count)");
+        return put_ledger(txn, job, led, events);
+      }
+    }
+    KAIROS_RETURN_IF_ERROR(record_range(txn, job, fires, 0, fires.size(), LedgerOutcome::kCancelled,
+                                        absl::InfinitePast(), why, events));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::string& due_key,
                                       absl::Time due_at, JobRecord& job, absl::Time nominal,
                                       DispatchResult* out) const {
@@ -653,31 +742,9 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
       job.next_nominal = absl::InfinitePast();
     }
   };
-  // Ledger records for fires[b, e) with one outcome; occurrences that fell
-  // while the job was paused are recorded as kPaused instead.
   auto record_range = [&](const std::vector<Fire>& fires, std::size_t b, std::size_t e,
-                          LedgerOutcome outcome, absl::Time run_nominal,
-                          std::string detail) -> absl::Status {
-    std::size_t i = b;
-    while (i < e) {
-      const bool paused = fires[i].nominal >= job.paused_at && fires[i].nominal < job.resumed_at;
-      std::size_t j = i + 1;
-      while (j < e && (fires[j].nominal >= job.paused_at && fires[j].nominal < job.resumed_at) == paused) ++j;
-      LedgerRecord led;
-      led.incarnation = job.incarnation;
-      led.nominal = fires[i].nominal;
-      led.through = fires[j - 1].nominal;
-      led.count = j - i;
-      led.outcome = paused ? LedgerOutcome::kPaused : outcome;
-      led.fire_at = fires[i].at;
-      led.run_nominal = run_nominal;
-      led.lateness = lateness_of(fires[i]);
-      led.recorded_at = now;
-      led.detail = paused ? std::string("fell while the job was paused; ") + detail : detail;
-      KAIROS_RETURN_IF_ERROR(put_ledger(txn, job, led, out->events));
-      i = j;
-    }
-    return absl::OkStatus();
+                          LedgerOutcome outcome, absl::Time run_nominal, std::string detail) {
+    return this->record_range(txn, job, fires, b, e, outcome, run_nominal, detail, out->events);
   };
 
   if (!misfired(first)) {
@@ -1263,6 +1330,7 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
   const absl::Time now = txn.now();
   const bool schedule_changed = spec.schedule != job.spec.schedule;
   const bool priority_changed = spec.policy.priority != job.spec.policy.priority;
+  const JobSpec old_spec = job.spec;
   job.spec = spec;
   job.generation += 1;
   job.updated_at = now;
@@ -1283,6 +1351,11 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
     }
   }
   if (schedule_changed) {
+    // The old schedule's overdue, undispatched occurrences end here.
+    const JobSpec new_spec = job.spec;
+    job.spec = old_spec;
+    KAIROS_RETURN_IF_ERROR(close_overdue(txn, job, "rescheduled before dispatch", out->events));
+    job.spec = new_spec;
     if (job.next_due_at) txn.erase(keys::due(shard_of(id), *job.next_due_at, id));
     job.next_due_at.reset();
     job.next_nominal = absl::InfinitePast();

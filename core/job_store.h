@@ -309,6 +309,11 @@ class JobStore {
   absl::Status fire(Txn& txn, std::uint32_t shard, JobRecord& job, const Occ& occ,
                     DispatchResult* out) const;
   absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const;
+  absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
+                            std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,
+                            std::string_view detail, std::vector<Event>& events) const;
+  absl::Status close_overdue(Txn& txn, JobRecord& job, std::string_view why,
+                             std::vector<Event>& events) const;
   absl::Status put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,
                           std::vector<Event>& events) const;
 

@@ -104,6 +104,64 @@ TEST_F(ControlTest, RescheduleMovesTheDueEntryAndWithdrawsUnclaimedRuns) {
   EXPECT_EQ(run_of(g[0].run.id).state, RunState::kLeased);
 }
 
+// Every occurrence that became due keeps exactly one ledger outcome, even
+// when the leader was behind and never dispatched it before a reschedule.
+TEST_F(ControlTest, RescheduleRecordsOverdueUndispatchedOccurrencesAsCancelled) {
+  create(interval_job("a"));  // every minute from T0
+  b.clock.advance(absl::Minutes(3) + absl::Seconds(10));  // T0..T0+3m overdue, none dispatched
+  ScheduleSpec hourly;
+  hourly.kind = ScheduleSpec::Kind::kInterval;
+  hourly.every = absl::Hours(1);
+  hourly.start = T0() + absl::Hours(1);
+  control([&](Txn& t, ControlResult* o) {
+    return store.update(t, "a", [&](JobSpec& s) { s.schedule = hourly; return absl::OkStatus(); }, o);
+  });
+  auto l = ledger("a");
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].outcome, LedgerOutcome::kCancelled);
+  EXPECT_EQ(l[0].nominal, T0());
+  EXPECT_EQ(l[0].through, T0() + absl::Minutes(3));
+  EXPECT_EQ(l[0].count, 4u);
+  EXPECT_EQ(l[0].detail, "rescheduled before dispatch");
+  EXPECT_EQ(*job("a").next_due_at, T0() + absl::Hours(1));
+  EXPECT_TRUE(dispatch().dispatched.empty());
+}
+
+TEST_F(ControlTest, RescheduleOfAPausedJobRecordsThePausedOccurrences) {
+  create(interval_job("a"));
+  dispatch();  // T0 fires
+  b.clock.advance(absl::Seconds(30));
+  pause("a");
+  b.clock.advance(absl::Minutes(2));  // T0+1m, T0+2m fall in the pause
+  ScheduleSpec hourly;
+  hourly.kind = ScheduleSpec::Kind::kInterval;
+  hourly.every = absl::Hours(1);
+  hourly.start = T0() + absl::Hours(1);
+  control([&](Txn& t, ControlResult* o) {
+    return store.update(t, "a", [&](JobSpec& s) { s.schedule = hourly; return absl::OkStatus(); }, o);
+  });
+  auto l = ledger("a");
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].outcome, LedgerOutcome::kCancelled);  // its ready run was withdrawn
+  EXPECT_EQ(l[1].outcome, LedgerOutcome::kPaused);
+  EXPECT_EQ(l[1].count, 2u);
+  EXPECT_FALSE(job("a").next_due_at.has_value());  // still paused
+  resume("a");
+  EXPECT_EQ(*job("a").next_due_at, T0() + absl::Hours(1));
+}
+
+TEST_F(ControlTest, CancelRecordsOverdueUndispatchedOccurrences) {
+  create(interval_job("a"));
+  b.clock.advance(absl::Minutes(1) + absl::Seconds(5));
+  auto [r, out] = body<CancelResult>([&](Txn& t, CancelResult* o) { return store.cancel(t, "a", o); });
+  ASSERT_TRUE(r.committed()) << r.status;
+  auto l = ledger("a");
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].outcome, LedgerOutcome::kCancelled);
+  EXPECT_EQ(l[0].count, 2u);  // T0 and T0+1m
+  EXPECT_EQ(l[0].detail, "job cancelled before dispatch");
+}
+
 TEST_F(ControlTest, TriggerNowHasItsOwnKeyRespectsOverlapAndIsIdempotent) {
   create(interval_job("a", absl::Hours(1), T0() + absl::Hours(1)));
   auto [r1, t1] = trigger("a", 7);
