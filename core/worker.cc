@@ -126,9 +126,14 @@ void Worker::on_message(PeerId, std::string_view bytes) {
   } else if (auto* e = std::get_if<wire::ErrorMessage>(&*decoded)) {
     Alive alive = alive_;
     if (claim_ && claim_->request_id == e->request_id) {
+      // The node refused (e.g. its clock is outside the tolerated skew, or
+      // the store is unavailable to it): the next claim goes to the next
+      // node, or a worker pinned to a refusing node would starve while
+      // healthy nodes have work.
       timers_.cancel(claim_->timer);
       claim_.reset();
       ++claim_failures_;
+      rotate_node();
       claim_retry_timer_ = timers_.after(backoff(claim_failures_), [this, alive] {
         if (!*alive) return;
         claim_retry_timer_.reset();
@@ -137,6 +142,7 @@ void Worker::on_message(PeerId, std::string_view bytes) {
     } else if (complete_ && complete_->request_id == e->request_id) {
       timers_.cancel(complete_->timer);
       complete_.reset();
+      rotate_node();  // as for a timeout: another node may get it through
       std::uint32_t worst = 0;
       for (const RunId& id : complete_items_) {
         auto it = reports_.find(id);

@@ -117,6 +117,44 @@ TEST(ClockSanity, SkewedNodeStopsLeadingAndClaimingThenResumes) {
   EXPECT_TRUE(w.node->leads(0));
 }
 
+// Found by the simulator (scenarios/clock-drift-past-bound.scenario): a
+// worker whose first node refuses claims (its clock is skewed) must move on
+// to a healthy node instead of retrying the refusing one forever.
+TEST(ClockSanity, WorkerMovesOnFromANodeThatRefusesClaims) {
+  World w;  // node n1, skewed below
+  testing::Net::Endpoint& healthy_ep = w.net.add(w.loop);
+  SchedulerNodeConfig c;
+  c.node_id = "n2";
+  c.shard_count = 1;
+  c.poll_interval = absl::Milliseconds(500);
+  Random r2(11);
+  MemoryEventLog e2;
+  Metrics m2;
+  SchedulerNode healthy(w.clock, w.loop, w.mem, healthy_ep, r2, e2, m2, c);
+  testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Seconds(1));
+  Random wr(3);
+  MemoryEventLog wevents;
+  Metrics wm;
+  WorkerConfig wc;
+  wc.worker_id = "w1";
+  wc.nodes = {w.node_ep.id(), healthy_ep.id()};  // the refusing node first
+  wc.claim_wait = absl::Seconds(5);
+  Worker worker(w.clock, w.loop, w.worker_ep, runner, wr, wevents, wm, wc);
+  w.node_clock.offset = absl::Minutes(5);
+  w.node->start();
+  healthy.start();
+  worker.start();
+  bool created = false;
+  healthy.create_job(once_job("a", T0() + absl::Seconds(10)), [&](auto res) { created = res.ok(); });
+  w.stepper.run(absl::Minutes(2));
+  ASSERT_TRUE(created);
+  EXPECT_FALSE(w.node->clock_sane());
+  auto runs = w.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state, RunState::kSucceeded);
+  EXPECT_EQ(w.sink.effects.size(), 1u);
+}
+
 TEST(NodeJobApi, PauseTriggerApplyLedgerThroughTheNode) {
   World w;
   w.node->start();
