@@ -253,6 +253,41 @@ void Cluster::on_event(const Event& e) {
     world_.mark("worker.stopped-at-lease-deadline");
   } else if (k == "worker.lease_lost") {
     world_.mark("worker.lease-lost");
+  } else if (k == "misfire.decided") {  // issue 6: each policy decision was exercised
+    world_.mark(absl::StrCat("policy.misfire-", field("policy")));
+  } else if (k == "ledger.recorded") {
+    const std::string outcome = field("outcome");
+    if (outcome == "skipped_overlap" || outcome == "paused" || outcome == "coalesced" ||
+        outcome == "late" || outcome == "skipped_misfire")
+      world_.mark(absl::StrCat("policy.ledger-", outcome));
+    else if (outcome == "cancelled")
+      world_.mark("policy.ledger-cancelled-before-dispatch");
+  } else if (k == "run.dispatched") {
+    if (field("state") == "waiting") world_.mark("policy.overlap-queued");
+  } else if (k == "run.promoted") {
+    world_.mark("policy.queued-run-promoted");
+  } else if (k == "run.retry_scheduled") {
+    world_.mark("policy.retry-scheduled");
+  } else if (k == "run.completed") {
+    const auto* attempt = e.find("attempt");
+    if (field("outcome") == "failed" && attempt && std::get_if<std::uint64_t>(attempt) &&
+        std::get<std::uint64_t>(*attempt) > 1)
+      world_.mark("policy.failed-after-retries");
+  } else if (k == "run.claimed") {
+    const auto* waited = e.find("waited");
+    if (waited && std::get_if<absl::Duration>(waited) &&
+        std::get<absl::Duration>(*waited) >= scheduler_config(scenario_, "x").policy.starvation_bound)
+      world_.mark("policy.starved-run-served");
+  } else if (k == "job.triggered") {
+    world_.mark("policy.manual-run");
+  } else if (k == "job.resumed") {
+    world_.mark("policy.resumed");
+  } else if (k == "job.updated") {
+    const auto* changed = e.find("schedule_changed");
+    if (changed && std::get_if<std::uint64_t>(changed) && std::get<std::uint64_t>(*changed) != 0)
+      world_.mark("policy.rescheduled");
+  } else if (k == "node.clock_skew") {
+    world_.mark("kernel.clock-skew-fenced");
   }
 }
 
@@ -450,6 +485,8 @@ History Cluster::history() const {
   h.node_names = &node_names_;
   h.expected = &expected_;
   h.cancels = &workload_->cancels();
+  h.jobs = &workload_->client_jobs();
+  h.starvation_bound = scheduler_config(scenario_, "x").policy.starvation_bound;
   h.faults = &windows_;
   h.bounds = timeliness_bounds(scenario_);
   return h;

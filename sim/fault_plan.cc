@@ -114,15 +114,33 @@ std::vector<FaultAction> plan_faults(const Scenario& s, Random& random) {
 }
 
 Scenario default_swarm_base() {
+  // Line numbers matter: the control directives name job lines (job=K).
   auto s = parse_scenario(R"(name swarm
 duration 30m
 quiet-tail 8m
-job interval count=20 every=30s
+# 1: plain interval jobs (one line is rescheduled at 9m)
+job interval count=16 every=30s
+# 2: cron in a DST zone (two are paused from 5m to 12m, both fire times)
 job cron count=5 expr="*/2 * * * *" zone=Europe/Berlin
-job once count=50 within=20m
+job once count=40 within=20m
+# 4-6: runs slower than their interval under each overlap policy
+job interval count=3 every=20s run=30s..50s timeout=2m
+job interval count=2 every=20s run=30s..45s timeout=2m overlap=queue
+job interval count=2 every=15s run=30s..40s timeout=2m overlap=allow max-concurrent=2
+# 7: failing jobs retried with backoff, some failing for good; the outage
+# leaves them a backlog to skip
+job interval count=3 every=1m attempts=4 retry=2s..30s fail=600 permanent-fail=50 misfire=skip
+# 8-9: catch-up with a small bound; a scheduler outage leaves a backlog
+job interval count=3 every=10s misfire=catch-up catch-up-max=3 catch-up-spacing=5s
+job interval count=2 every=1m misfire=catch-up catch-up-max=3 catch-up-spacing=10s threshold=30s
+# 10: a priority spread (triggered at 7m)
+job interval count=8 every=30s priority=0..9 run=1s..4s
 cancel count=2 at=10m
+pause at=5m count=2 job=2 for=7m
+trigger at=7m count=3 job=10
+reschedule at=9m count=2 job=1 every=45s
 )", "swarm-base");
-  KAIROS_CHECK(s.ok());
+  KAIROS_CHECK_MSG(s.ok(), std::string(s.status().message()).c_str());
   return *s;
 }
 
@@ -155,6 +173,22 @@ Scenario swarm_scenario(const Scenario& base, Random& r) {
   s.random_faults.per_hour = static_cast<std::uint32_t>(r.between(2, 60));
   s.random_faults.min_length = absl::Seconds(1);
   s.random_faults.max_length = absl::Seconds(r.between(2, 60));
+  // Half the seeds: every scheduler down at once for 2..5 minutes, so the
+  // misfire policies face a backlog (larger than a small catch_up_max for
+  // jobs due every 10 s or every minute); it ends a few minutes before the
+  // quiet tail, so the late runs are judged too.
+  const absl::Duration window = s.duration - s.quiet_tail;
+  const absl::Duration outage = absl::Seconds(r.between(120, 300));
+  if (r.chance(1, 2) && window > outage + absl::Minutes(5)) {
+    FaultSpec f;
+    f.kind = FaultKind::kCrash;
+    f.at = between(r, absl::Minutes(2), window - outage - absl::Minutes(3));
+    f.length = outage;
+    for (std::uint32_t k = 1; k <= s.topology.schedulers; ++k) {
+      f.node = absl::StrCat("scheduler-", k);
+      s.faults.push_back(f);
+    }
+  }
   s.description = absl::StrCat("swarm mix drawn from ", base.name);
   return s;
 }

@@ -63,6 +63,11 @@ struct RunFact {
   std::int64_t store_us = 0;     // Txn::now() of the commit
   std::int64_t due_us = 0;
   std::int64_t lease_expiry_us = 0;
+  // Issue 6: what the policy invariants read.
+  std::int64_t ready_us = 0;  // RunRecord::ready_at (claimable from; retries: end of backoff)
+  std::int8_t priority = 0;
+  bool manual = false;        // RunKind::kManual
+  AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
 };
 
 // One write of a shard's leader record.
@@ -102,6 +107,10 @@ struct LedgerFact {
   absl::Time from, through;
   std::uint32_t outcome = 0;  // interned
   std::optional<absl::Time> run_nominal;
+  // Key facts only (commit != kFromEvent): the record's fields and the store
+  // time of the commit that wrote it.
+  absl::Time fire_at = absl::InfinitePast();
+  std::int64_t store_us = 0;
 };
 
 class FactRecorder {
@@ -139,6 +148,20 @@ struct Occurrence {
   absl::Time due;
 };
 
+// What the client knows of one job it created (the checker's ground truth
+// for the policy invariants of issue 6): the incarnation and store-clock
+// creation time create_job answered, the policy it asked for (the workload
+// never changes a policy after creation), and the longest one attempt of the
+// job can execute (its simulated duration range, capped by its timeout).
+struct ClientJob {
+  std::string id;
+  std::uint64_t incarnation = 0;
+  absl::Time created_at;  // store clock
+  kairos::JobPolicy policy;
+  bool recurring = false;
+  absl::Duration longest_run = absl::ZeroDuration();
+};
+
 // A cancel the client saw acknowledged.
 struct CancelAck {
   std::string job;
@@ -157,6 +180,9 @@ struct Bounds {
   absl::Duration start = absl::ZeroDuration();   // due -> first grant, fault-free
   absl::Duration settle = absl::ZeroDuration();  // a fault's after-effects
   absl::Duration done = absl::ZeroDuration();    // due or heal -> terminal
+  // One attempt's overhead besides the job's own run time (claim, report,
+  // backoffs); done_bound() adds a job's run time and retry policy to it.
+  absl::Duration attempt_overhead = absl::ZeroDuration();
   bool check_start = true;  // false when the base configuration is never fault-free
 };
 
@@ -176,6 +202,10 @@ struct History {
   // Occurrences that must reach a terminal state (due before end - quiet_tail).
   const std::vector<Occurrence>* expected = nullptr;
   const std::vector<CancelAck>* cancels = nullptr;
+  // Every job whose create was acknowledged.
+  const std::vector<ClientJob>* jobs = nullptr;
+  // The kernel's no-starvation bound (PolicyOptions::starvation_bound).
+  absl::Duration starvation_bound = absl::Seconds(60);
   const std::vector<FaultWindow>* faults = nullptr;
   Bounds bounds;
 };

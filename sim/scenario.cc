@@ -11,6 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "core/absl_compat.h"
 #include "core/duration.h"
+#include "core/job_store.h"
+#include "core/schedule.h"
 
 namespace kairos::sim {
 
@@ -154,6 +156,53 @@ class Attrs {
     else if (*v == "no") *out = false;
     else status_ = err(absl::StrCat(key, ": expected yes or no, got \"", *v, "\""));
   }
+  template <typename T>
+  void opt_num(const char* key, std::optional<T>* out, std::int64_t lo, std::int64_t hi,
+               const char* what) {
+    if (!has(key)) return;
+    T v{};
+    num(key, &v, lo, hi, what);
+    if (status_.ok()) *out = v;
+  }
+  void opt_dur(const char* key, std::optional<absl::Duration>* out) {
+    if (!has(key)) return;
+    absl::Duration d;
+    dur(key, &d);
+    if (status_.ok()) *out = d;
+  }
+  // One of the words in `names` (values in the same order).
+  template <typename T, std::size_t N>
+  void choice(const char* key, T* out, const std::pair<std::string_view, T> (&names)[N]) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    std::vector<std::string> words;
+    for (const auto& [name, value] : names) {
+      if (name == *v) {
+        *out = value;
+        return;
+      }
+      words.emplace_back(name);
+    }
+    status_ = err(absl::StrCat(key, ": expected ", absl::StrJoin(words, ", "), "; got \"", *v, "\""));
+  }
+  // An integer "N" (lo = hi = N) or an integer range "LO..HI", within [min, max].
+  void int_range(const char* key, std::int32_t* lo, std::int32_t* hi, std::int32_t min, std::int32_t max,
+                 const char* what) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    const auto dots = v->find("..");
+    std::int32_t a = 0, b = 0;
+    const bool ok = dots == std::string::npos
+                        ? absl::SimpleAtoi(*v, &a) && (b = a, true)
+                        : absl::SimpleAtoi(v->substr(0, dots), &a) && absl::SimpleAtoi(v->substr(dots + 2), &b);
+    if (!ok || a < min || b > max || a > b) {
+      status_ = err(absl::StrCat(key, ": expected ", what, " ", min, "..", max, " or a range LO..HI of them, got \"",
+                                 *v, "\""));
+      return;
+    }
+    *lo = a;
+    *hi = b;
+  }
   bool has(const char* key) const { return values_.count(key) != 0; }
   // Call last: unknown keys are errors.
   absl::Status finish() {
@@ -206,7 +255,136 @@ std::string quote(std::string_view s) {
   return absl::StrCat("\"", absl_sv(s), "\"");
 }
 
+constexpr std::pair<std::string_view, MisfirePolicy> kMisfireNames[] = {
+    {"run-once", MisfirePolicy::kRunOnce}, {"catch-up", MisfirePolicy::kCatchUp}, {"skip", MisfirePolicy::kSkip}};
+constexpr std::pair<std::string_view, OverlapPolicy> kOverlapNames[] = {
+    {"skip", OverlapPolicy::kSkip}, {"queue", OverlapPolicy::kQueue}, {"allow", OverlapPolicy::kAllow}};
+
+template <typename T, std::size_t N>
+std::string_view name_of(T value, const std::pair<std::string_view, T> (&names)[N]) {
+  for (const auto& [name, v] : names)
+    if (v == value) return name;
+  return "?";
+}
+
+// The policy and run-profile attributes of a `job` line (docs/SIMULATION.md,
+// ranges from docs/POLICIES.md "Defaults"). The kernel's own validation of
+// the whole job runs once the file is read (check_job_line).
+absl::Status parse_job_attrs(Attrs& a, JobSpec& j) {
+  JobPolicy& p = j.policy;
+  a.choice("misfire", &p.misfire, kMisfireNames);
+  a.dur("threshold", &p.misfire_threshold);
+  a.num("catch-up-max", &p.catch_up_max, 1, 1000, "a count");
+  a.dur("catch-up-spacing", &p.catch_up_spacing);
+  a.choice("overlap", &p.overlap, kOverlapNames);
+  a.num("max-concurrent", &p.max_concurrent, 1, 100, "a count");
+  a.int_range("priority", &j.priority_min, &j.priority_max, kMinPriority, kMaxPriority, "a priority");
+  a.opt_num("attempts", &j.max_attempts, 1, 100, "a count");
+  a.range("retry", &p.retry_initial, &p.retry_max);
+  a.num("retry-multiplier", &p.retry_multiplier_percent, 100, 1000, "a percentage");
+  a.num("jitter", &p.retry_jitter_percent, 0, 100, "a percentage");
+  a.opt_dur("timeout", &j.timeout);
+  if (a.has("run")) {
+    absl::Duration lo, hi;
+    a.range("run", &lo, &hi);
+    j.run.min_duration = lo;
+    j.run.max_duration = hi;
+  }
+  a.opt_num("fail", &j.run.fail_permille, 0, 1000, "an integer per-mille rate");
+  a.opt_num("permanent-fail", &j.run.permanent_fail_permille, 0, 1000, "an integer per-mille rate");
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (p.catch_up_spacing > absl::Hours(24))
+    return a.err(absl::StrCat("catch-up-spacing: expected a duration 0s..24h, got ",
+                              format_duration(p.catch_up_spacing)));
+  if (j.timeout && (*j.timeout <= absl::ZeroDuration() || *j.timeout > absl::Hours(24 * 7)))
+    return a.err(absl::StrCat("timeout: expected a duration in (0s, 7d], got ", format_duration(*j.timeout)));
+  if (j.run.fail_permille && j.run.permanent_fail_permille &&
+      *j.run.fail_permille + *j.run.permanent_fail_permille > 1000)
+    return a.err("fail, permanent-fail: their sum must not exceed 1000 per mille");
+  return absl::OkStatus();
+}
+
+// The kernel attribute a validate_job_spec() error is about, by its field.
+std::string_view attribute_of(std::string_view message, const JobSpec& j) {
+  struct Field {
+    std::string_view field, attribute;
+  };
+  static constexpr Field kFields[] = {
+      {"policy.max_attempts", "attempts"},
+      {"policy.retry_initial", "retry"},
+      {"policy.retry_multiplier_percent", "retry-multiplier"},
+      {"policy.retry_max", "retry"},
+      {"policy.timeout", "timeout"},
+      {"policy.misfire_threshold", "threshold"},
+      {"policy.catch_up_max", "catch-up-max"},
+      {"policy.catch_up_spacing", "catch-up-spacing"},
+      {"policy.max_concurrent", "max-concurrent"},
+      {"policy.priority", "priority"},
+      {"policy.retry_jitter_percent", "jitter"},
+      {"payload", "run"},
+  };
+  for (const auto& f : kFields)
+    if (message.substr(0, f.field.size()) == f.field) {
+      if (f.attribute == "timeout" && !j.timeout) return "timeout (from timing job-timeout)";
+      if (f.attribute == "attempts" && !j.max_attempts) return "attempts (from timing max-attempts)";
+      return f.attribute;
+    }
+  if (message.substr(0, 8) == "schedule")
+    return j.kind == JobSpec::Kind::kCron ? "expr, zone" : j.kind == JobSpec::Kind::kInterval ? "every" : "within";
+  return "job";
+}
+
+// The kernel's own check (validate_job_spec, core/job_store.h) of a job of
+// this line: a scenario whose jobs the kernel would refuse does not parse.
+absl::Status check_job_line(const Parser& parser, int line, const JobSpec& j, const Timing& t,
+                            absl::Time start) {
+  kairos::JobSpec k;
+  k.id = "scenario-job";
+  switch (j.kind) {
+    case JobSpec::Kind::kCron:
+      k.schedule.kind = ScheduleSpec::Kind::kCron;
+      k.schedule.cron = j.expr;
+      k.schedule.zone = j.zone;
+      break;
+    case JobSpec::Kind::kInterval:
+      k.schedule.kind = ScheduleSpec::Kind::kInterval;
+      k.schedule.every = j.every;
+      k.schedule.start = start;
+      break;
+    case JobSpec::Kind::kOnce:
+      k.schedule.kind = ScheduleSpec::Kind::kOnce;
+      k.schedule.at = start;
+      break;
+  }
+  k.payload = job_payload(j.run);
+  for (const std::int32_t priority : {j.priority_min, j.priority_max}) {
+    k.policy = job_policy(j, t, priority);
+    const absl::Status s = validate_job_spec(k);
+    if (!s.ok())
+      return parser.error(line, absl::StrCat("job: ", absl_sv(attribute_of(std_sv(s.message()), j)),
+                                             ": the kernel refuses this job: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string_view to_string(ControlSpec::Op op) {
+  switch (op) {
+    case ControlSpec::Op::kPause: return "pause";
+    case ControlSpec::Op::kReschedule: return "reschedule";
+    case ControlSpec::Op::kTrigger: return "trigger";
+  }
+  return "?";
+}
+
+kairos::JobPolicy job_policy(const JobSpec& j, const Timing& timing, std::int32_t priority) {
+  kairos::JobPolicy p = j.policy;
+  p.timeout = j.timeout.value_or(timing.job_timeout);
+  p.max_attempts = j.max_attempts.value_or(timing.max_attempts);
+  p.priority = priority;
+  return p;
+}
 
 std::string_view to_string(FaultKind kind) {
   for (const auto& f : kFaultNames)
@@ -242,6 +420,8 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
   std::set<std::string> seen_once;
   // Selectors are checked against the final topology, so remember their lines.
   std::vector<std::pair<int, std::string>> selectors;
+  // Job and control lines are checked against the whole file at the end.
+  std::vector<int> job_lines, control_lines;
   int number = 0;
   for (absl::string_view raw : absl::StrSplit(absl_sv(text), '\n')) {
     ++number;
@@ -362,7 +542,8 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
       } else {
         return parser.error(number, absl::StrCat("job: expected a kind cron, once or interval, got \"", kind, "\""));
       }
-      KAIROS_RETURN_IF_ERROR(a.finish());
+      KAIROS_RETURN_IF_ERROR(parse_job_attrs(a, j));
+      job_lines.push_back(number);
       s.jobs.push_back(std::move(j));
     } else if (d == "cancel") {
       CancelSpec c;
@@ -371,6 +552,47 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
       a.dur("at", &c.at);
       KAIROS_RETURN_IF_ERROR(a.finish());
       s.cancels.push_back(c);
+    } else if (d == "pause" || d == "reschedule" || d == "trigger") {
+      ControlSpec c;
+      c.op = d == "pause" ? ControlSpec::Op::kPause
+                          : d == "reschedule" ? ControlSpec::Op::kReschedule : ControlSpec::Op::kTrigger;
+      Attrs a(parser, line, d, 1);
+      if (!a.has("at")) return a.err("expected at=<duration>");
+      if (!a.has("count")) return a.err("expected count=N");
+      a.dur("at", &c.at);
+      a.num("count", &c.count, 1, 10000000, "a count");
+      a.num("job", &c.job, 1, 10000, "a job line number (1-based)");
+      if (c.op == ControlSpec::Op::kPause) {
+        a.opt_dur("for", &c.resume_after);
+      } else if (c.op == ControlSpec::Op::kReschedule) {
+        if (a.has("every") == a.has("expr"))
+          return a.err("expected exactly one new schedule: every=<duration> or expr=\"<cron expression>\"");
+        if (a.has("zone") && !a.has("expr")) return a.err("zone: only with expr=");
+        a.dur("every", &c.every);
+        a.str("expr", &c.expr);
+        a.str("zone", &c.zone);
+      }
+      KAIROS_RETURN_IF_ERROR(a.finish());
+      if (c.resume_after && *c.resume_after <= absl::ZeroDuration())
+        return a.err("for: expected a positive duration");
+      if (c.op == ControlSpec::Op::kReschedule) {
+        ScheduleSpec sch;
+        if (c.expr.empty()) {
+          if (c.every <= absl::ZeroDuration()) return a.err("every: must be positive");
+          sch.kind = ScheduleSpec::Kind::kInterval;
+          sch.every = c.every;
+          sch.start = s.start;
+        } else {
+          sch.kind = ScheduleSpec::Kind::kCron;
+          sch.cron = c.expr;
+          sch.zone = c.zone;
+        }
+        auto compiled = Schedule::compile(sch, "scenario-job");
+        if (!compiled.ok())
+          return a.err(absl::StrCat(c.expr.empty() ? "every" : "expr, zone", ": ", compiled.status().message()));
+      }
+      control_lines.push_back(number);
+      s.controls.push_back(std::move(c));
     } else if (d == "fault") {
       KAIROS_RETURN_IF_ERROR(want_words(1, "a fault kind"));
       FaultSpec f;
@@ -423,8 +645,8 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
       return parser.error(number, absl::StrCat("unknown directive \"", d,
                                                "\"; expected one of name, description, start, "
                                                "duration, quiet-tail, topology, timing, network, "
-                                               "store, sink, runner, clock, job, cancel, fault, "
-                                               "swarm, ignore"));
+                                               "store, sink, runner, clock, job, cancel, pause, "
+                                               "reschedule, trigger, fault, swarm, ignore"));
     }
   }
   for (const auto& [line, sel] : selectors)
@@ -435,6 +657,19 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
                                              "any-scheduler or leader"));
   if (s.quiet_tail > s.duration)
     return parser.error(number, "quiet-tail: must not exceed the duration");
+  for (std::size_t i = 0; i < s.jobs.size(); ++i)
+    KAIROS_RETURN_IF_ERROR(check_job_line(parser, job_lines[i], s.jobs[i], s.timing, s.start));
+  for (std::size_t i = 0; i < s.controls.size(); ++i) {
+    const ControlSpec& c = s.controls[i];
+    if (c.job == 0) continue;
+    const std::string what = absl::StrCat(absl_sv(to_string(c.op)), ": job: ");
+    if (c.job > s.jobs.size())
+      return parser.error(control_lines[i], absl::StrCat(what, "the file has ", s.jobs.size(),
+                                                         " job lines, no job line ", c.job));
+    if (!s.jobs[c.job - 1].recurring())
+      return parser.error(control_lines[i], absl::StrCat(what, "job line ", c.job,
+                                                         " is a one-off; expected a cron or interval job line"));
+  }
   return s;
 }
 
@@ -481,19 +716,60 @@ std::string format_scenario(const Scenario& s) {
   for (const auto& c : s.clocks)
     line("clock ", c.node, " offset=", signed_duration(c.offset), " drift=", c.drift_ppm);
   for (const auto& j : s.jobs) {
+    std::string l;
     switch (j.kind) {
       case JobSpec::Kind::kCron:
-        line("job cron count=", j.count, " expr=", quote(j.expr), " zone=", quote(j.zone));
+        l = absl::StrCat("job cron count=", j.count, " expr=", quote(j.expr), " zone=", quote(j.zone));
         break;
       case JobSpec::Kind::kOnce:
-        line("job once count=", j.count, " within=", format_duration(j.within));
+        l = absl::StrCat("job once count=", j.count, " within=", format_duration(j.within));
         break;
       case JobSpec::Kind::kInterval:
-        line("job interval count=", j.count, " every=", format_duration(j.every));
+        l = absl::StrCat("job interval count=", j.count, " every=", format_duration(j.every));
         break;
     }
+    // Policy attributes that differ from JobPolicy's defaults, in a fixed order.
+    const JobPolicy d;
+    const JobPolicy& p = j.policy;
+    if (p.misfire != d.misfire) absl::StrAppend(&l, " misfire=", absl_sv(name_of(p.misfire, kMisfireNames)));
+    if (p.misfire_threshold != d.misfire_threshold)
+      absl::StrAppend(&l, " threshold=", format_duration(p.misfire_threshold));
+    if (p.catch_up_max != d.catch_up_max) absl::StrAppend(&l, " catch-up-max=", p.catch_up_max);
+    if (p.catch_up_spacing != d.catch_up_spacing)
+      absl::StrAppend(&l, " catch-up-spacing=", format_duration(p.catch_up_spacing));
+    if (p.overlap != d.overlap) absl::StrAppend(&l, " overlap=", absl_sv(name_of(p.overlap, kOverlapNames)));
+    if (p.max_concurrent != d.max_concurrent) absl::StrAppend(&l, " max-concurrent=", p.max_concurrent);
+    if (j.priority_min != d.priority || j.priority_max != d.priority) {
+      absl::StrAppend(&l, " priority=", j.priority_min);
+      if (j.priority_max != j.priority_min) absl::StrAppend(&l, "..", j.priority_max);
+    }
+    if (j.max_attempts) absl::StrAppend(&l, " attempts=", *j.max_attempts);
+    if (p.retry_initial != d.retry_initial || p.retry_max != d.retry_max)
+      absl::StrAppend(&l, " retry=", range_text(p.retry_initial, p.retry_max));
+    if (p.retry_multiplier_percent != d.retry_multiplier_percent)
+      absl::StrAppend(&l, " retry-multiplier=", p.retry_multiplier_percent);
+    if (p.retry_jitter_percent != d.retry_jitter_percent)
+      absl::StrAppend(&l, " jitter=", p.retry_jitter_percent);
+    if (j.timeout) absl::StrAppend(&l, " timeout=", format_duration(*j.timeout));
+    if (j.run.min_duration && j.run.max_duration)
+      absl::StrAppend(&l, " run=", range_text(*j.run.min_duration, *j.run.max_duration));
+    if (j.run.fail_permille) absl::StrAppend(&l, " fail=", *j.run.fail_permille);
+    if (j.run.permanent_fail_permille) absl::StrAppend(&l, " permanent-fail=", *j.run.permanent_fail_permille);
+    line(l);
   }
   for (const auto& c : s.cancels) line("cancel count=", c.count, " at=", format_duration(c.at));
+  for (const auto& c : s.controls) {
+    std::string l = absl::StrCat(absl_sv(to_string(c.op)), " at=", format_duration(c.at), " count=", c.count);
+    if (c.job != 0) absl::StrAppend(&l, " job=", c.job);
+    if (c.resume_after) absl::StrAppend(&l, " for=", format_duration(*c.resume_after));
+    if (c.op == ControlSpec::Op::kReschedule) {
+      if (c.expr.empty())
+        absl::StrAppend(&l, " every=", format_duration(c.every));
+      else
+        absl::StrAppend(&l, " expr=", quote(c.expr), " zone=", quote(c.zone));
+    }
+    line(l);
+  }
   for (const auto& f : s.faults) {
     std::string l = absl::StrCat("fault ", absl_sv(to_string(f.kind)), " at=", format_duration(f.at),
                                  " node=", quote(f.node));

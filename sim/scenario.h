@@ -11,17 +11,27 @@
 // every error names the file, the line and what was expected:
 //   "scenarios/x.scenario:7: network: loss: expected an integer per-mille
 //    rate 0..1000, got \"5%\""
-// format_scenario() writes the canonical text; parse(format(s)) == s.
+// format_scenario() writes the canonical text; parse(format(s)) == s (for
+// millisecond-resolution durations, the grammar's unit).
+//
+// Job lines carry the job policy of issue 6 and a per-job run profile as
+// attributes (`misfire=catch-up catch-up-max=5 run=20s..40s fail=300`);
+// each is range-checked, and the whole job is then put through the kernel's
+// validate_job_spec(), so a scenario the kernel would refuse does not parse.
+// `pause`, `reschedule` and `trigger` lines are job control requests the
+// workload sends (sim/workload.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/records.h"
 #include "sim/sim_network.h"
 #include "sim/sim_runner.h"
 #include "sim/sink.h"
@@ -53,6 +63,8 @@ struct ClockSpec {
   friend bool operator==(const ClockSpec&, const ClockSpec&) = default;
 };
 
+// One `job` line: `count` jobs of one kind, with the policy (issue 6,
+// docs/POLICIES.md) and the simulated execution profile they share.
 struct JobSpec {
   enum class Kind : std::uint8_t { kCron, kOnce, kInterval };
   Kind kind = Kind::kInterval;
@@ -61,14 +73,52 @@ struct JobSpec {
   std::string zone = "UTC";                        // kCron
   absl::Duration every = absl::Minutes(1);         // kInterval
   absl::Duration within = absl::Hours(1);          // kOnce: spread over [0, within)
+  // The policy attributes: JobPolicy's defaults where the line is silent.
+  // Three fields are NOT read from `policy`: timeout and max_attempts come
+  // from `timeout` / `max_attempts` below (absent: the scenario's `timing`
+  // line), and the priority from [priority_min, priority_max] (each job
+  // draws one from the seed when the range is wider than one value). Use
+  // job_policy() for the resolved policy.
+  kairos::JobPolicy policy;
+  std::optional<absl::Duration> timeout;
+  std::optional<std::uint32_t> max_attempts;
+  std::int32_t priority_min = kairos::JobPolicy{}.priority;
+  std::int32_t priority_max = kairos::JobPolicy{}.priority;
+  // The run profile of this line's jobs; absent fields: the `runner` line.
+  JobRunProfile run;
+  bool recurring() const { return kind != Kind::kOnce; }
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
+
+// The policy a job of line `j` is created with, priority `priority`
+// (normally drawn from [j.priority_min, j.priority_max]).
+kairos::JobPolicy job_policy(const JobSpec& j, const Timing& timing, std::int32_t priority);
 
 struct CancelSpec {
   std::uint32_t count = 1;
   absl::Duration at = absl::ZeroDuration();
   friend bool operator==(const CancelSpec&, const CancelSpec&) = default;
 };
+
+// A job-control directive (issue 6): `pause`, `reschedule` or `trigger` of
+// `count` distinct recurring jobs at `at` (since the start), chosen among the
+// jobs of job line `job` (1-based) or, when 0, among all recurring jobs.
+struct ControlSpec {
+  enum class Op : std::uint8_t { kPause, kReschedule, kTrigger };
+  Op op = Op::kPause;
+  absl::Duration at = absl::ZeroDuration();
+  std::uint32_t count = 1;
+  std::uint32_t job = 0;
+  // kPause: each job is resumed this long after `at`; absent: never.
+  std::optional<absl::Duration> resume_after;
+  // kReschedule: the new schedule, an interval (`every` > 0; it starts one
+  // period after `at`) or a cron expression (`expr`) in `zone`.
+  absl::Duration every = absl::ZeroDuration();
+  std::string expr;
+  std::string zone = "UTC";
+  friend bool operator==(const ControlSpec&, const ControlSpec&) = default;
+};
+std::string_view to_string(ControlSpec::Op op);
 
 enum class FaultKind : std::uint8_t {
   kPause,         // node stalls for `length`
@@ -133,6 +183,7 @@ struct Scenario {
   std::vector<ClockSpec> clocks;
   std::vector<JobSpec> jobs;
   std::vector<CancelSpec> cancels;
+  std::vector<ControlSpec> controls;  // in file order
   std::vector<FaultSpec> faults;
   RandomFaults random_faults;
   // Invariants switched off by `ignore NAME` (all are on by default).

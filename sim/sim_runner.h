@@ -16,12 +16,22 @@
 // worker's node, never inside start() or stop(). A worker crash drops
 // everything (call reset()); an effect already sent to the sink may still
 // land, as with a real process.
+//
+// Per-job profiles. A job may carry its own duration range and failure rates
+// in its payload (what a scenario's `job ... run=20s..40s fail=300` line
+// asks for): the workload writes them as words of its CommandPayload argv,
+// {"sim-job", "run=20s..40s", "fail=300", "permanent-fail=10"}, each word
+// optional (job_payload()); start() reads them back from RunRequest.payload
+// (apply_run_profile()) and takes what is absent -- and always the tail and
+// hang rates -- from the runner's RunnerConfig.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 
+#include "core/payload.h"
 #include "core/random.h"
 #include "core/runner.h"
 #include "sim/sim_clock.h"
@@ -41,6 +51,23 @@ struct RunnerConfig {
   std::uint32_t hang_permille = 0;
   friend bool operator==(const RunnerConfig&, const RunnerConfig&) = default;
 };
+
+// What one job asks of its simulated runs; absent fields: the RunnerConfig.
+struct JobRunProfile {
+  std::optional<absl::Duration> min_duration, max_duration;  // both or neither
+  std::optional<std::uint32_t> fail_permille;
+  std::optional<std::uint32_t> permanent_fail_permille;
+  bool empty() const {
+    return !min_duration && !max_duration && !fail_permille && !permanent_fail_permille;
+  }
+  friend bool operator==(const JobRunProfile&, const JobRunProfile&) = default;
+};
+
+// The payload of a workload job with `profile`: argv {"sim-job", words...}.
+Payload job_payload(const JobRunProfile& profile);
+// `base` with the profile words of `payload` applied. Words that are not a
+// profile word, or do not parse, are ignored (the job runs with `base`).
+RunnerConfig apply_run_profile(const Payload& payload, RunnerConfig base);
 
 struct RunnerStats {
   std::uint64_t started = 0;
@@ -68,6 +95,7 @@ class SimRunner final : public Runner {
  private:
   struct Active {
     RunRequest request;
+    RunnerConfig config;  // config_ with the job's profile applied
     std::function<void(RunOutcome)> done;
     TimerId work_timer = 0;
     TimerId deadline_timer = 0;
