@@ -11,17 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/absl_compat.h"
 #include "core/check.h"
+#include "sim/replay.h"
 
 namespace kairos::sim {
 
 namespace {
-
-constexpr std::size_t kMaxPerInvariant = 20;  // enough to act on
-
-std::string time_text(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
-}
-std::string us_text(std::int64_t us) { return time_text(absl::FromUnixMicros(us)); }
 
 std::string attempt_text(const SinkAttempt& a) {
   return absl::StrCat("sink attempt #", a.index, " at ", time_text(a.at), " from node ", a.from,
@@ -30,40 +24,8 @@ std::string attempt_text(const SinkAttempt& a) {
                       a.reply_dropped ? " (reply dropped)" : "");
 }
 
-bool lost(const History& h, std::uint64_t commit) {
-  return (*h.commits)[commit].state == StoreCommit::State::kLost;
-}
 
 }  // namespace
-
-// The store facts replayed in commit order; what several invariants read.
-struct Replay {
-  struct Track {
-    bool exists = false;
-    RunState state = RunState::kReady;
-    std::uint64_t token = 0;
-    std::int64_t lease_expiry_us = 0;
-    std::int64_t due_us = 0;
-    std::uint32_t job = 0;
-    std::uint64_t incarnation = 0;
-    std::int64_t offset_us = 0;       // true - store time at its creation commit
-    std::int64_t first_grant_us = -1;  // store time
-    std::optional<absl::Time> terminal_at;  // true time of the terminal commit
-  };
-  std::vector<Track> runs;  // by interned run key (ids are dense and deterministic)
-  // (job, token) -> workers granted that token.
-  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::uint32_t>> grants;
-  // Findings by invariant name.
-  std::map<std::string, std::vector<Violation>, std::less<>> found;
-
-  void add(std::string_view invariant, Violation v) {
-    auto& list = found[std::string(invariant)];
-    if (list.size() < kMaxPerInvariant) {
-      v.invariant = std::string(invariant);
-      list.push_back(std::move(v));
-    }
-  }
-};
 
 namespace {
 
@@ -147,17 +109,21 @@ Replay replay_facts(const History& h) {
       t.job = f.job;
       t.incarnation = f.incarnation;
       t.due_us = f.due_us;
+      t.created_ready_us = f.ready_us;
+      t.created_us = f.store_us;
+      t.created_waiting = f.state == RunState::kWaiting;
       t.offset_us = absl::ToUnixMicros(commit.at) - f.store_us;
       // 9: dispatched no earlier than due, by the store's clock.
       if (f.store_us < f.due_us)
         run_violation("not-before-due", f,
                       absl::StrCat("run created at store time ", us_text(f.store_us),
                                    ", before its due time ", us_text(f.due_us)));
-      // 5: runs are created only by the shard's current leader.
+      // 5: scheduled runs are created only by the shard's current leader (a
+      // manual run, trigger now, is a job API write any node may make).
       auto it = leaders.find(f.shard);
       const std::string& writer = (*h.node_names)[f.client];
-      if (it == leaders.end() || names.name(it->second.holder) != writer ||
-          it->second.expiry_us <= f.store_us) {
+      if (!f.manual && (it == leaders.end() || names.name(it->second.holder) != writer ||
+                        it->second.expiry_us <= f.store_us)) {
         run_violation(
             "no-stale-leader-writes", f,
             it == leaders.end()
@@ -172,8 +138,9 @@ Replay replay_facts(const History& h) {
     } else {
       // 2: an occurrence's run is created once; its token never goes back and
       // a terminal state is final.
+      // (A waiting run becoming ready, overlap `queue`, is its promotion.)
       if (f.state == RunState::kReady && f.attempt == 1 && f.token == 0 &&
-          (t.token != 0 || t.state != RunState::kReady))
+          (t.token != 0 || (t.state != RunState::kReady && t.state != RunState::kWaiting)))
         run_violation("run-created-once", f,
                       absl::StrCat("run created again over an existing ", absl_sv(to_string(t.state)),
                                    " run with token ", t.token));
@@ -477,36 +444,52 @@ class Timeliness final : public Invariant {
       if (++reported > kMaxPerInvariant) return;
       out.push_back({std::string(name()), names.name(t.job), std::string(key), std::move(detail), {}});
     };
+    // Per-job completion bounds (retries, overlap queue) from the client's
+    // view of each job; jobs it never saw use the scenario's bound.
+    std::map<std::pair<std::uint32_t, std::uint64_t>, absl::Duration> job_done;
+    if (h.jobs != nullptr)
+      for (const ClientJob& j : *h.jobs)
+        if (const std::uint32_t id = names.find(j.id); id != Interner::kNone)
+          job_done[{id, j.incarnation}] = std::max(b.done, done_bound(b, j));
+    const std::set<std::uint32_t> controlled = controlled_jobs(h);
     for (std::uint32_t id = 0; id < r.runs.size(); ++id) {
       const Replay::Track& t = r.runs[id];
       if (!t.exists) continue;
       const std::string& key = names.name(id);
-      const absl::Time due = absl::FromUnixMicros(t.due_us + t.offset_us);  // true time
+      // The run's own start: its due time, or later when the policy made it
+      // ready later (catch-up spacing); a queued run starts when promoted.
+      std::int64_t start_us = std::max(t.due_us, t.created_ready_us);
+      // A job the client paused or rescheduled may get a run for an old
+      // occurrence when it is resumed: judged from the run's creation.
+      if (controlled.count(t.job) != 0) start_us = std::max(start_us, t.created_us);
+      const absl::Time due = absl::FromUnixMicros(start_us + t.offset_us);  // true time
       // Start bound: only when no fault (or its after-effects) touches
       // [due - settle, due + start].
-      if (b.check_start && t.first_grant_us >= 0) {
+      if (b.check_start && t.first_grant_us >= 0 && !t.created_waiting) {
         bool quiet = true;
         for (const auto& w : windows)
           if (w.from <= due + b.start && w.to + b.settle >= due) quiet = false;
-        const absl::Duration late = absl::Microseconds(t.first_grant_us - t.due_us);
+        const absl::Duration late = absl::Microseconds(t.first_grant_us - start_us);
         if (quiet && late > b.start)
           report(t, key,
                  absl::StrCat("fault-free occurrence due ", time_text(due), " first granted ",
                               absl::FormatDuration(late), " late (bound ",
                               absl::FormatDuration(b.start), ")"));
       }
+      auto jd = job_done.find({t.job, t.incarnation});
+      const absl::Duration done = jd == job_done.end() ? b.done : jd->second;
       // Completion bound: from the due time, pushed past every fault that
       // begins before the deadline.
       absl::Time ref = due;
       for (const auto& w : windows)
-        if (w.from <= ref + b.done && w.to > ref) ref = w.to;
-      const absl::Time deadline = ref + b.done;
+        if (w.from <= ref + done && w.to > ref) ref = w.to;
+      const absl::Time deadline = ref + done;
       if (deadline > h.end || t.state == RunState::kCancelled) continue;
       if (!t.terminal_at || *t.terminal_at > deadline)
         report(t, key,
                absl::StrCat("occurrence due ", time_text(due), " not finished by ",
                             time_text(deadline), " (last fault healed ", time_text(ref),
-                            ", bound ", absl::FormatDuration(b.done), ")",
+                            ", bound ", absl::FormatDuration(done), ")",
                             t.terminal_at ? absl::StrCat("; finished ", time_text(*t.terminal_at))
                                           : std::string("; never finished")));
     }
@@ -550,12 +533,29 @@ Checker Checker::with_defaults() {
   c.add(std::make_unique<AckedCommitsDurable>());
   c.add(std::make_unique<ReplayInvariant>(
       "not-before-due", "(9) no run is dispatched or granted before its due time (store clock)"));
+  // Issue 6's policy invariants (sim/policy_checks.cc).
+  c.add(std::make_unique<ReplayInvariant>(
+      "ledger-one-outcome", "(P1) every occurrence that became due has exactly one ledger outcome"));
+  c.add(std::make_unique<ReplayInvariant>(
+      "attempts-bounded", "(P2) no run is granted more often than its job's max_attempts"));
+  c.add(std::make_unique<ReplayInvariant>(
+      "retry-backoff", "(P3) a failed attempt's retry becomes ready within [lower bound, base] of its backoff"));
+  c.add(std::make_unique<ReplayInvariant>(
+      "overlap-respected", "(P4) a job's unfinished runs never exceed what its overlap policy allows"));
+  c.add(std::make_unique<ReplayInvariant>(
+      "catch-up-bounded",
+      "(P5) catch-up keeps at most catch_up_max of a backlog and starts one late run per spacing"));
+  c.add(std::make_unique<ReplayInvariant>(
+      "misfire-threshold", "(P6) on-time, late and misfire outcomes match the threshold and the policy"));
+  c.add(std::make_unique<ReplayInvariant>(
+      "priority-order", "(P7) a claim serves a shard's due runs starved-first, then by priority, FIFO"));
   return c;
 }
 
 Checker::Report Checker::run(const History& h, const std::vector<std::string>& ignored) const {
   Report report;
-  const Replay replay = replay_facts(h);
+  Replay replay = replay_facts(h);
+  check_policies(h, replay);
   for (const auto& inv : invariants_) {
     const std::string name(inv->name());
     if (std::find(ignored.begin(), ignored.end(), name) != ignored.end()) {

@@ -107,6 +107,16 @@ inline constexpr std::string_view kRequiredMarks[] = {
     "net.duplicated",                 "crash-point.dispatch-after-commit-before-reply",
     "crash-point.claim-after-commit", "crash-point.effect-before-complete",
     "crash-point.complete-after-commit-before-ack", "crash-point.leader-after-elect",
+    // Issue 6: every policy decision and job control operation is exercised.
+    "policy.misfire-run-once",        "policy.misfire-catch-up",
+    "policy.misfire-skip",            "policy.ledger-coalesced",
+    "policy.ledger-late",             "policy.ledger-skipped_misfire",
+    "policy.ledger-skipped_overlap",  "policy.ledger-paused",
+    "policy.overlap-queued",          "policy.queued-run-promoted",
+    "policy.retry-scheduled",         "policy.failed-after-retries",
+    "policy.starved-run-served",      "policy.manual-run",
+    "policy.resumed",                 "policy.rescheduled",
+    "kernel.clock-skew-fenced",
 };
 
 class Cluster {

@@ -90,6 +90,10 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       f.store_us = store_us;
       f.due_us = absl::ToUnixMicros(run->due_at);
       f.lease_expiry_us = run->state == RunState::kLeased ? absl::ToUnixMicros(run->lease_expiry) : 0;
+      f.ready_us = absl::ToUnixMicros(run->ready_at);
+      f.priority = static_cast<std::int8_t>(run->priority);
+      f.manual = run->kind == RunKind::kManual;
+      if (!run->attempts.empty()) f.last_end = run->attempts.back().end;
       runs_.push_back(f);
     } else if (op.key[0] == 'H') {
       KeyReader r(op.key);
@@ -105,6 +109,8 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       l.through = rec->through;
       l.outcome = strings_.id(to_string(rec->outcome));
       if (rec->run_nominal != absl::InfinitePast()) l.run_nominal = rec->run_nominal;
+      l.fire_at = rec->fire_at;
+      l.store_us = store_us;
       ledger_.push_back(l);
     } else if (op.key[0] == 'L') {
       KeyReader r(op.key);

@@ -70,8 +70,8 @@ Bounds timeliness_bounds(const Scenario& s) {
                        (s.runner.tail_permille != 0 ? s.runner.tail_max : absl::ZeroDuration()) +
                        s.sink.timeout;
   if (s.runner.hang_permille != 0 || job > s.timing.job_timeout) job = s.timing.job_timeout;
-  const absl::Duration attempt = b.start + job + l.rpc_timeout + w.retry_backoff_max + rtt +
-                                 n.retry_backoff_max;
+  b.attempt_overhead = b.start + l.rpc_timeout + w.retry_backoff_max + rtt + n.retry_backoff_max;
+  const absl::Duration attempt = b.attempt_overhead + job;
   // Failed attempts may be retried (the job's retry policy, issue 6): each
   // retry waits its backoff and runs again.
   const JobPolicy policy;  // the workload's jobs use the default backoff

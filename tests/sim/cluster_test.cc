@@ -7,6 +7,7 @@
 #include "core/keyspace.h"
 #include "sim/determinism.h"
 #include "sim/kernel_nodes.h"
+#include "tests/sim/history_builder.h"
 
 namespace kairos::sim {
 namespace {
@@ -82,6 +83,55 @@ job cron count=2 expr="30 2 * * *" zone=Europe/Berlin
   EXPECT_EQ(fires, 2u);
 }
 
+// The workload drives pause/resume, reschedule and trigger through the
+// kernel's job API and shapes what it expects around them.
+TEST(Cluster, WorkloadDrivesJobControlAndExpectsAroundIt) {
+  auto s = parse_scenario(R"(name control
+duration 20m
+quiet-tail 5m
+topology schedulers=2 workers=2 shards=2
+job interval count=4 every=30s priority=2..8 run=1s..3s
+job cron count=2 expr="* * * * *" zone=UTC
+pause at=3m count=2 job=1 for=2m
+pause at=4m count=1 job=2
+reschedule at=6m count=1 job=2 every=45s
+trigger at=8m count=2 job=1
+)", "control");
+  ASSERT_TRUE(s.ok()) << s.status();
+  Cluster c(*s, 3);
+  const RunSummary r = c.run();
+  EXPECT_TRUE(r.ok) << first_violation(c);
+  const Workload& w = c.workload();
+  // 2 pauses, 2 resumes, 1 pause for good, 1 reschedule, 2 triggers.
+  EXPECT_EQ(w.controls_acked() + w.controls_refused(), 8u);
+  EXPECT_GE(w.controls_acked(), 6u);  // a trigger may meet a running run
+  ASSERT_EQ(w.client_jobs().size(), 6u);
+  for (const ClientJob& j : w.client_jobs()) {
+    EXPECT_TRUE(j.recurring);
+    EXPECT_EQ(j.policy.timeout, s->timing.job_timeout);
+    if (j.id.rfind("every-", 0) == 0) {
+      EXPECT_GE(j.policy.priority, 2);
+      EXPECT_LE(j.policy.priority, 8);
+      EXPECT_EQ(j.longest_run, absl::Seconds(3) + s->sink.timeout);
+    }
+  }
+  // The job paused for good expects nothing from 2 minutes before the pause.
+  const auto windows = w.pause_windows();
+  ASSERT_EQ(windows.size(), 3u);
+  std::string forever;
+  for (const auto& pw : windows)
+    if (pw.to == absl::InfiniteFuture()) forever = pw.job;
+  ASSERT_EQ(forever.rfind("cron-1-", 0), 0u) << forever;
+  const absl::Time cut = c.history().start + absl::Minutes(4) - kControlMargin;
+  std::size_t before = 0;
+  for (const auto& o : *c.history().expected) {
+    if (o.job != forever) continue;
+    EXPECT_LT(o.due, cut);
+    ++before;
+  }
+  EXPECT_GE(before, 1u);
+}
+
 TEST(Cluster, CrashPointsInTheKernelFireAndAreSurvived) {
   auto s = parse_scenario(R"(name points
 duration 20m
@@ -125,56 +175,8 @@ TEST(Determinism, CheckerNamesNoDivergenceForOneSeed) {
 
 // --- the checker on hand-made histories ---------------------------------
 
-struct Hist {
-  std::vector<SinkAttempt> sink;
-  std::vector<StoreCommit> commits;
-  FactRecorder facts;
-  std::vector<NodeEvent> events;
-  std::vector<Occurrence> expected;
-  std::vector<CancelAck> cancels;
-  std::vector<FaultWindow> faults;
-  std::vector<std::string> names{"store", "scheduler-1", "scheduler-2"};
-  absl::Time t0 = absl::FromUnixSeconds(1767225600);
-
-  // One commit at t0 + `at` writing `run` (and optionally a leader record).
-  void commit(absl::Duration at, NodeId client, std::optional<RunRecord> run,
-              std::optional<std::pair<std::uint32_t, LeaderRecord>> leader = {}) {
-    StoreCommit c;
-    c.index = commits.size();
-    c.at = c.store_time = t0 + at;
-    c.client = client;
-    c.state = StoreCommit::State::kDurable;
-    std::vector<WriteOp> ops;
-    if (run) ops.push_back({WriteOp::Kind::kPut, keys::run(run->id), encode(*run)});
-    if (leader)
-      ops.push_back({WriteOp::Kind::kPut, keys::leader(leader->first), encode(leader->second)});
-    facts.observe(c, ops);
-    commits.push_back(c);
-  }
-  History history() const {
-    History h;
-    h.start = t0;
-    h.end = t0 + absl::Hours(1);
-    h.quiet_tail = absl::Minutes(10);
-    h.sink = &sink;
-    h.commits = &commits;
-    h.events = &events;
-    h.facts = &facts;
-    h.node_names = &names;
-    h.expected = &expected;
-    h.cancels = &cancels;
-    h.faults = &faults;
-    h.bounds.start = absl::Seconds(3);
-    h.bounds.done = absl::Minutes(1);
-    return h;
-  }
-};
-
-std::set<std::string> violated(const History& h) {
-  std::set<std::string> names;
-  for (const auto& v : Checker::with_defaults().run(h, {}).violations) names.insert(v.invariant);
-  return names;
-}
+using testing::Hist;
+using testing::violated;
 
 TEST(Checker, CatchesADoubleEffectAndAnAcknowledgedRollback) {
   Hist x;
