@@ -499,6 +499,7 @@ absl::Status JobStore::acquire_or_renew(Txn& txn, std::uint32_t shard, std::stri
   } else {
     out->kind = LeadershipResult::Kind::kHeldByOther;
     out->record = rec;
+    out->held_for = rec.expiry - now;
     return absl::OkStatus();
   }
   txn.put(keys::leader(shard), encode(rec));
@@ -1039,13 +1040,19 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
   };
   for (std::uint32_t i = 0; i < shard_count_ && out->grants.size() < args.max_runs; ++i) {
     const std::uint32_t shard = (args.first_shard + i) % shard_count_;
+    // One probe finds the shard's first non-empty band (or that it has no
+    // ready run at all): the band scans below start there.
+    const keys::Range all = keys::ready_of(shard);
+    const auto probe = txn.scan(all.begin, all.end, 1);
+    if (probe.empty()) continue;
+    KAIROS_ASSIGN_OR_RETURN(const std::uint8_t first_band, keys::parse_ready_band(probe[0].key));
     // Pass 1, the no-starvation rule: runs ready for at least
     // starvation_bound are served first, oldest ready_at first, whatever
     // their band.
     {
       const std::size_t want = args.max_runs - out->grants.size();
       std::vector<std::pair<std::pair<absl::Time, std::string>, std::string>> starved;
-      for (std::int32_t band = 0; band < kBands; ++band) {
+      for (std::int32_t band = first_band; band < kBands; ++band) {
         const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band),
                                                     now - options_.starvation_bound);
         for (const auto& kv : txn.scan(range.begin, range.end, want)) {
@@ -1062,7 +1069,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       }
     }
     // Pass 2: higher priority first among due runs, FIFO within a band.
-    for (std::int32_t band = 0; band < kBands; ++band) {
+    for (std::int32_t band = first_band; band < kBands; ++band) {
       const std::size_t want = args.max_runs - out->grants.size();
       if (want == 0) break;
       const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band), now);

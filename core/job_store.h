@@ -149,6 +149,9 @@ struct LeadershipResult {
   LeaderRecord record;        // the record after the body
   LeaderRecord previous;      // before (kAcquired: whom we replaced)
   std::vector<Event> events;
+  // kHeldByOther: how long (store clock) the other holder's lease still runs;
+  // trying again sooner cannot succeed.
+  absl::Duration held_for = absl::ZeroDuration();
 };
 
 struct DispatchResult {

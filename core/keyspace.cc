@@ -87,6 +87,10 @@ Range ready_until(std::uint32_t shard, std::uint8_t band, absl::Time until) {
       KeyBuilder().tag(kReady).u32(shard).u8(band).time(until + absl::Microseconds(1)).build();
   return {std::move(b), std::move(e)};
 }
+Range ready_of(std::uint32_t shard) {
+  std::string b = KeyBuilder().tag(kReady).u32(shard).build();
+  return {b, prefix_end(b)};
+}
 std::string expiry(std::uint32_t shard, absl::Time expiry, const RunId& id) {
   KeyBuilder b;
   b.tag(kExpiry).u32(shard).time(expiry);
@@ -127,6 +131,12 @@ absl::StatusOr<RunId> parse_ready(std::string_view key) {
   KAIROS_RETURN_IF_ERROR(r.u8().status());
   KAIROS_RETURN_IF_ERROR(r.time().status());
   return read_run_suffix(r);
+}
+absl::StatusOr<std::uint8_t> parse_ready_band(std::string_view key) {
+  KeyReader r(key);
+  KAIROS_RETURN_IF_ERROR(expect_tag(r, kReady, "ready"));
+  KAIROS_RETURN_IF_ERROR(r.u32().status());
+  return r.u8();
 }
 absl::StatusOr<RunId> parse_expiry(std::string_view key, absl::Time* expiry) {
   KeyReader r(key);

@@ -80,6 +80,10 @@ std::uint8_t priority_band(std::int32_t priority);
 std::string ready(std::uint32_t shard, std::int32_t priority, absl::Time ready_at, const RunId& id);
 // Ready entries of one priority band with ready_at <= until.
 Range ready_until(std::uint32_t shard, std::uint8_t band, absl::Time until);
+// Every ready entry of one shard (all bands, in band order).
+Range ready_of(std::uint32_t shard);
+// The priority band of a ready entry's key.
+absl::StatusOr<std::uint8_t> parse_ready_band(std::string_view key);
 std::string expiry(std::uint32_t shard, absl::Time expiry, const RunId& id);
 Range expiry_until(std::uint32_t shard, absl::Time until);
 std::string leader(std::uint32_t shard);

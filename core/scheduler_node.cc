@@ -265,6 +265,9 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
   const absl::Time now = clock_.now();
   if (st.leader_txn) return;
   if (st.leader && now < st.renew_at) return;
+  // (A wait longer than a whole leader lease means this clock stepped back:
+  // try now rather than wait out the step.)
+  if (!st.leader && now < st.acquire_at && st.acquire_at - now <= config_.lease.leader_ttl) return;
   st.leader_txn = true;
   const std::uint64_t known = st.leader ? st.epoch : st.pending_epoch;
   auto out = std::make_shared<LeadershipResult>();
@@ -297,6 +300,10 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
         if (out->kind == LeadershipResult::Kind::kHeldByOther) {
           lose_leadership(shard, absl::StrCat("held by ", out->record.holder, " epoch ",
                                               out->record.epoch));
+          // Back off until the holder's lease would lapse: a non-leader
+          // otherwise writes nothing but reads the record every tick. (A
+          // clock running slow delays the takeover by its drift share.)
+          st.acquire_at = clock_.now() + out->held_for;
           return;
         }
         if (out->kind == LeadershipResult::Kind::kAcquired && crashed_at("leader-after-elect")) return;

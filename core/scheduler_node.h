@@ -169,6 +169,9 @@ class SchedulerNode {
     std::uint64_t pending_epoch = 0;  // tried to acquire, outcome unknown
     absl::Time leading_until = absl::InfinitePast();
     absl::Time renew_at = absl::InfinitePast();
+    // Not leading: the other holder's lease runs (by this node's clock) until
+    // about then, so acquisition is not tried before it.
+    absl::Time acquire_at = absl::InfinitePast();
     bool leader_txn = false;
     bool dispatch_txn = false;
     bool reap_txn = false;

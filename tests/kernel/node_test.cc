@@ -224,6 +224,39 @@ TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
   for (const auto& [k, n] : dispatched) EXPECT_EQ(n, 1) << k;
 }
 
+// A non-leader reads the leader record only once the holder's lease could
+// have lapsed (not every tick), and still takes over right after it does.
+TEST(SchedulerNode, NonLeaderWaitsOutTheHoldersLeaseThenTakesOver) {
+  ManualClock clock{T0()};
+  testing::Stepper stepper{clock};
+  ManualLoop& loop_a = stepper.add_loop();
+  ManualLoop& loop_b = stepper.add_loop();
+  MemoryStorage mem{clock, loop_a};
+  testing::Net net;
+  auto& ep_a = net.add(loop_a);
+  auto& ep_b = net.add(loop_b);
+  Random ra(1), rb(2);
+  MemoryEventLog events;
+  Metrics ma, mb;
+  SchedulerNode a{clock, loop_a, mem, ep_a, ra, events, ma, node_config("a", 1)};
+  a.start();
+  stepper.run(absl::Seconds(2));
+  ASSERT_TRUE(a.leads(0));
+  SchedulerNode b{clock, loop_b, mem, ep_b, rb, events, mb, node_config("b", 1)};
+  b.start();
+  const absl::Duration watched = absl::Minutes(1);
+  stepper.run(watched);
+  EXPECT_FALSE(b.leads(0));
+  const auto leader_txns = mb.counter_value("kairos_txn_total{op=\"leader\",outcome=\"committed\"}");
+  const std::int64_t ticks = watched / b.config().poll_interval;
+  const std::int64_t per_lease = b.config().lease.leader_ttl / b.config().poll_interval;
+  EXPECT_GE(leader_txns, 1);
+  EXPECT_LE(leader_txns, 2 * ticks / per_lease + 2);  // about one per leader lease, not one per tick
+  a.stop();  // the holder dies; its lease lapses within leader_ttl
+  stepper.run(b.config().lease.leader_ttl + 3 * b.config().poll_interval);
+  EXPECT_TRUE(b.leads(0));
+}
+
 TEST(SchedulerNode, ConfigValidationNamesTheField) {
   SchedulerNodeConfig c = node_config("n");
   c.shard_count = 0;
