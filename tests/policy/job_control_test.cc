@@ -28,6 +28,18 @@ class ControlTest : public PolicyTest {
   ControlResult resume(const std::string& id) {
     return control([&](Txn& t, ControlResult* o) { return store.resume(t, id, o); });
   }
+  ControlResult reschedule(const std::string& id, const ScheduleSpec& schedule) {
+    return control([&](Txn& t, ControlResult* o) {
+      return store.update(t, id, [&](JobSpec& s) { s.schedule = schedule; return absl::OkStatus(); }, o);
+    });
+  }
+  static ScheduleSpec hourly_from(absl::Time start) {
+    ScheduleSpec s;
+    s.kind = ScheduleSpec::Kind::kInterval;
+    s.every = absl::Hours(1);
+    s.start = start;
+    return s;
+  }
   std::pair<TxnResult, TriggerResult> trigger(const std::string& id, std::uint64_t tid, bool force = false) {
     TriggerArgs a{id, tid, b.clock.now(), force};
     return body<TriggerResult>([&](Txn& t, TriggerResult* o) { return store.trigger(t, a, o); });
@@ -82,9 +94,7 @@ TEST_F(ControlTest, RescheduleMovesTheDueEntryAndWithdrawsUnclaimedRuns) {
   ScheduleSpec later;
   later.kind = ScheduleSpec::Kind::kOnce;
   later.at = T0() + absl::Hours(1);
-  auto out = control([&](Txn& t, ControlResult* o) {
-    return store.update(t, "a", [&](JobSpec& s) { s.schedule = later; return absl::OkStatus(); }, o);
-  });
+  auto out = reschedule("a", later);
   EXPECT_TRUE(out.changed);
   EXPECT_EQ(out.withdrawn_runs, 1u);
   EXPECT_EQ(out.job.incarnation, 1u);
@@ -97,9 +107,7 @@ TEST_F(ControlTest, RescheduleMovesTheDueEntryAndWithdrawsUnclaimedRuns) {
   auto g = claim();
   ASSERT_EQ(g.size(), 1u);
   later.at = T0() + absl::Hours(2);
-  out = control([&](Txn& t, ControlResult* o) {
-    return store.update(t, "a", [&](JobSpec& s) { s.schedule = later; return absl::OkStatus(); }, o);
-  });
+  out = reschedule("a", later);
   EXPECT_EQ(out.withdrawn_runs, 0u);
   EXPECT_EQ(run_of(g[0].run.id).state, RunState::kLeased);
 }
@@ -109,13 +117,7 @@ TEST_F(ControlTest, RescheduleMovesTheDueEntryAndWithdrawsUnclaimedRuns) {
 TEST_F(ControlTest, RescheduleRecordsOverdueUndispatchedOccurrencesAsCancelled) {
   create(interval_job("a"));  // every minute from T0
   b.clock.advance(absl::Minutes(3) + absl::Seconds(10));  // T0..T0+3m overdue, none dispatched
-  ScheduleSpec hourly;
-  hourly.kind = ScheduleSpec::Kind::kInterval;
-  hourly.every = absl::Hours(1);
-  hourly.start = T0() + absl::Hours(1);
-  control([&](Txn& t, ControlResult* o) {
-    return store.update(t, "a", [&](JobSpec& s) { s.schedule = hourly; return absl::OkStatus(); }, o);
-  });
+  reschedule("a", hourly_from(T0() + absl::Hours(1)));
   auto l = ledger("a");
   ASSERT_EQ(l.size(), 1u);
   EXPECT_EQ(l[0].outcome, LedgerOutcome::kCancelled);
@@ -133,13 +135,7 @@ TEST_F(ControlTest, RescheduleOfAPausedJobRecordsThePausedOccurrences) {
   b.clock.advance(absl::Seconds(30));
   pause("a");
   b.clock.advance(absl::Minutes(2));  // T0+1m, T0+2m fall in the pause
-  ScheduleSpec hourly;
-  hourly.kind = ScheduleSpec::Kind::kInterval;
-  hourly.every = absl::Hours(1);
-  hourly.start = T0() + absl::Hours(1);
-  control([&](Txn& t, ControlResult* o) {
-    return store.update(t, "a", [&](JobSpec& s) { s.schedule = hourly; return absl::OkStatus(); }, o);
-  });
+  reschedule("a", hourly_from(T0() + absl::Hours(1)));
   auto l = ledger("a");
   ASSERT_EQ(l.size(), 2u);
   EXPECT_EQ(l[0].outcome, LedgerOutcome::kCancelled);  // its ready run was withdrawn
