@@ -19,6 +19,13 @@ absl::Status validate(const WorkerConfig& c) {
   if (c.claim_wait < absl::ZeroDuration() || c.claim_wait > absl::Hours(1))
     return absl::InvalidArgumentError("worker.claim_wait: must be in [0, 1h]");
   KAIROS_RETURN_IF_ERROR(validate(c.lease));
+  // A long-poll claim answered at the end of its wait leaves the worker only
+  // lease_deadline(sent) - answer of its lease (the deadline counts from the
+  // send): with a wait near the lease, grants arrive already lapsing.
+  if (c.claim_wait > c.lease.lease_ttl / 2)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker.claim_wait: must be at most half of lease.lease_ttl (",
+        absl::FormatDuration(c.lease.lease_ttl / 2), "), got ", absl::FormatDuration(c.claim_wait)));
   if (c.max_report_attempts < 1 || c.max_report_attempts > 1000)
     return absl::InvalidArgumentError("worker.max_report_attempts: must be in [1, 1000]");
   if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)

@@ -266,6 +266,11 @@ TEST(SchedulerNode, ConfigValidationNamesTheField) {
   WorkerConfig w;
   w.worker_id = "w";
   EXPECT_NE(validate(w).message().find("worker.nodes"), std::string::npos);
+  w.nodes = {1};
+  EXPECT_TRUE(validate(w).ok());
+  w.claim_wait = w.lease.lease_ttl;  // grants would arrive with their lease nearly gone
+  EXPECT_NE(validate(w).message().find("worker.claim_wait: must be at most half of lease.lease_ttl"),
+            std::string::npos);
 }
 
 }  // namespace
