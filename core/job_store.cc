@@ -1481,12 +1481,36 @@ absl::Status JobStore::ledger(Txn& txn, const LedgerQuery& q, LedgerResult* out)
   KAIROS_RETURN_IF_ERROR(validate_job_id(q.job_id));
   if (q.limit == 0 || q.limit > 10'000) return invalid("limit", "must be in [1, 10000]");
   const keys::Range r = keys::ledger_between(q.job_id, q.from, q.to);
-  auto kvs = txn.scan(r.begin, r.end, q.limit + 1);
-  for (std::size_t i = 0; i < kvs.size() && i < q.limit; ++i) {
+  // A range record that starts before `from` but reaches into it covers
+  // occurrences asked for ("why didn't 02:30 run?" is answered by a record
+  // coalescing 02:00-02:45). Records of one incarnation never overlap, so
+  // the few just below `from` are enough (one per recent incarnation).
+  if (q.from != absl::InfinitePast()) {
+    const keys::Range all = keys::ledger_of(q.job_id);
+    std::vector<LedgerRecord> reaching;
+    for (const auto& kv : txn.scan(all.begin, r.begin, 8, Direction::kReverse)) {
+      KAIROS_ASSIGN_OR_RETURN(auto rec, decode_ledger(kv.value));
+      if (rec.through >= q.from && rec.nominal < q.to) reaching.push_back(std::move(rec));
+    }
+    for (auto it = reaching.rbegin(); it != reaching.rend(); ++it) {
+      if (out->records.size() == q.limit) {
+        out->more = true;
+        return absl::OkStatus();
+      }
+      out->records.push_back(std::move(*it));
+    }
+  }
+  const std::size_t room = q.limit - out->records.size();
+  if (room == 0) {
+    out->more = !txn.scan(r.begin, r.end, 1).empty();
+    return absl::OkStatus();
+  }
+  auto kvs = txn.scan(r.begin, r.end, room + 1);
+  for (std::size_t i = 0; i < kvs.size() && i < room; ++i) {
     KAIROS_ASSIGN_OR_RETURN(auto rec, decode_ledger(kvs[i].value));
     out->records.push_back(std::move(rec));
   }
-  out->more = kvs.size() > q.limit;
+  out->more = kvs.size() > room;
   return absl::OkStatus();
 }
 

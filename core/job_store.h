@@ -124,7 +124,9 @@ struct TriggerResult {
 
 struct LedgerQuery {
   std::string job_id;
-  absl::Time from = absl::InfinitePast();  // first nominal in [from, to)
+  // Records whose occurrences [nominal, through] meet [from, to): those that
+  // start in it, and one that starts before `from` and reaches into it.
+  absl::Time from = absl::InfinitePast();
   absl::Time to = absl::InfiniteFuture();
   std::size_t limit = 1000;
 };

@@ -419,6 +419,32 @@ TEST_F(PolicyTest, LedgerQueryByTimeRange) {
   EXPECT_EQ(out.records[1].nominal, T0() + absl::Minutes(2));
 }
 
+TEST_F(PolicyTest, LedgerQueryFindsARangeRecordStartingBeforeFrom) {
+  create(interval_job("a"));  // every minute from T0, run-once
+  b.clock.advance(absl::Minutes(10) + absl::Seconds(30));
+  dispatch();  // coalesced T0..T0+9m, fired T0+10m
+  LedgerQuery q;
+  q.job_id = "a";
+  q.from = T0() + absl::Minutes(4);  // "why didn't T0+4m run?"
+  q.to = T0() + absl::Minutes(5);
+  auto [r, out] = body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
+  ASSERT_TRUE(r.committed());
+  ASSERT_EQ(out.records.size(), 1u);
+  EXPECT_EQ(out.records[0].outcome, LedgerOutcome::kCoalesced);
+  EXPECT_EQ(out.records[0].nominal, T0());
+  EXPECT_EQ(out.records[0].through, T0() + absl::Minutes(9));
+  EXPECT_EQ(out.records[0].run_nominal, T0() + absl::Minutes(10));
+  // A range that ends before `from` is not included; the limit still holds.
+  q.from = T0() + absl::Minutes(9) + absl::Seconds(1);
+  q.to = absl::InfiniteFuture();
+  q.limit = 1;
+  auto [r2, out2] = body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
+  ASSERT_TRUE(r2.committed());
+  ASSERT_EQ(out2.records.size(), 1u);
+  EXPECT_EQ(out2.records[0].nominal, T0() + absl::Minutes(10));
+  EXPECT_FALSE(out2.more);
+}
+
 TEST(PlantedBugs, NewNamesRoundTrip) {
   for (const char* n : {"unbounded-catch-up", "overlap-ignored", "retry-without-backoff"}) {
     PlantedBugs b;
