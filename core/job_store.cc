@@ -450,6 +450,9 @@ absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) 
   job->state = JobState::kCancelled;
   job->cancelled_at = now;
   txn.put(keys::job(id), encode(*job));
+  // Its ledger and runs are removed by the shard's reaper once past
+  // ledger_max_age (sweep_cancelled); no dispatch will prune them now.
+  txn.put(keys::sweep(shard_of(id), now, id), "");
   // Open runs are few (bounded by the overlap policy); withdraw the ready ones.
   const keys::Range open = keys::open_runs_of(id, job->incarnation);
   for (const auto& kv : txn.scan(open.begin, open.end, 10'000)) {
@@ -979,6 +982,30 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
                               .with("lapsed_token", token)
                               .with("expiry", expiry)
                               .with("state", std::string(to_string(run->state))));
+  }
+  return sweep_cancelled(txn, shard, out->events);
+}
+
+// Retention for cancelled jobs, which dispatch no longer prunes: each reaper
+// pass takes at most two sweep entries whose cancellation is older than
+// ledger_max_age (so every record of the job is too) and prunes up to
+// prune_budget records of each (their runs with them); an entry is dropped
+// once its job's ledger is empty, or when the id was re-created (its
+// dispatches prune it again).
+absl::Status JobStore::sweep_cancelled(Txn& txn, std::uint32_t shard, std::vector<Event>& events) const {
+  const absl::Time now = txn.now();
+  const keys::Range range = keys::sweep_until(shard, now - options_.ledger_max_age);
+  for (const auto& kv : txn.scan(range.begin, range.end, 2)) {
+    KAIROS_ASSIGN_OR_RETURN(keys::SweepKey k, keys::parse_sweep(kv.key));
+    KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(k.job_id), decode_job));
+    if (!job || job->state != JobState::kCancelled || job->cancelled_at != k.cancelled_at) {
+      txn.erase(kv.key);
+      continue;
+    }
+    const std::uint64_t before = job->ledger_count;
+    KAIROS_RETURN_IF_ERROR(prune(txn, *job, events));
+    if (job->ledger_count != before) txn.put(keys::job(k.job_id), encode(*job));
+    if (job->ledger_count == 0) txn.erase(kv.key);
   }
   return absl::OkStatus();
 }

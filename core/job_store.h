@@ -317,6 +317,7 @@ class JobStore {
   absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
                             std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,
                             std::string_view detail, std::vector<Event>& events) const;
+  absl::Status sweep_cancelled(Txn& txn, std::uint32_t shard, std::vector<Event>& events) const;
   absl::Status close_overdue(Txn& txn, JobRecord& job, std::string_view why,
                              std::vector<Event>& events) const;
   absl::Status put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,

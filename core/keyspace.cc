@@ -101,6 +101,23 @@ Range expiry_until(std::uint32_t shard, absl::Time until) {
   std::string e = KeyBuilder().tag(kExpiry).u32(shard).time(until + absl::Microseconds(1)).build();
   return {std::move(b), std::move(e)};
 }
+std::string sweep(std::uint32_t shard, absl::Time cancelled_at, std::string_view id) {
+  return KeyBuilder().tag(kSweep).u32(shard).time(cancelled_at).str(id).build();
+}
+Range sweep_until(std::uint32_t shard, absl::Time until) {
+  return {KeyBuilder().tag(kSweep).u32(shard).build(),
+          KeyBuilder().tag(kSweep).u32(shard).time(until + absl::Microseconds(1)).build()};
+}
+absl::StatusOr<SweepKey> parse_sweep(std::string_view key) {
+  KeyReader r(key);
+  KAIROS_RETURN_IF_ERROR(expect_tag(r, kSweep, "sweep"));
+  SweepKey k;
+  KAIROS_ASSIGN_OR_RETURN(k.shard, r.u32());
+  KAIROS_ASSIGN_OR_RETURN(k.cancelled_at, r.time());
+  KAIROS_ASSIGN_OR_RETURN(k.job_id, r.str());
+  KAIROS_RETURN_IF_ERROR(r.expect_end());
+  return k;
+}
 std::string leader(std::uint32_t shard) { return KeyBuilder().tag(kLeader).u32(shard).build(); }
 std::string ledger(std::string_view id, absl::Time nominal, std::uint64_t incarnation) {
   return KeyBuilder().tag(kLedger).str(id).time(nominal).u64(incarnation).build();

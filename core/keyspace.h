@@ -29,6 +29,11 @@
 //                                incarnations so one time-range scan answers
 //                                "what happened to job X between t1 and t2"
 //                                and pruning walks one prefix oldest-first.
+//   X | shard | cancelled_at | id
+//                                (empty) retention sweep of a cancelled job:
+//                                once its ledger is past ledger_max_age the
+//                                shard's reaper prunes it (bounded per pass),
+//                                then drops the entry.
 //
 // Range helpers return [begin, end) pairs for Txn::scan.
 #pragma once
@@ -54,6 +59,7 @@ inline constexpr std::uint8_t kReady = 'Q';
 inline constexpr std::uint8_t kExpiry = 'E';
 inline constexpr std::uint8_t kLeader = 'L';
 inline constexpr std::uint8_t kLedger = 'H';
+inline constexpr std::uint8_t kSweep = 'X';
 
 inline constexpr std::uint32_t kMaxShards = 4096;
 
@@ -84,6 +90,15 @@ Range ready_until(std::uint32_t shard, std::uint8_t band, absl::Time until);
 Range ready_of(std::uint32_t shard);
 // The priority band of a ready entry's key.
 absl::StatusOr<std::uint8_t> parse_ready_band(std::string_view key);
+std::string sweep(std::uint32_t shard, absl::Time cancelled_at, std::string_view id);
+// Sweep entries of one shard cancelled at or before `until`.
+Range sweep_until(std::uint32_t shard, absl::Time until);
+struct SweepKey {
+  std::uint32_t shard = 0;
+  absl::Time cancelled_at;
+  std::string job_id;
+};
+absl::StatusOr<SweepKey> parse_sweep(std::string_view key);
 std::string expiry(std::uint32_t shard, absl::Time expiry, const RunId& id);
 Range expiry_until(std::uint32_t shard, absl::Time until);
 std::string leader(std::uint32_t shard);

@@ -401,6 +401,33 @@ TEST_F(RetentionTest, PrunesIncrementallyToTheCountAndNeverPastAnOpenRun) {
   EXPECT_TRUE(has_open);
 }
 
+TEST_F(RetentionTest, ACancelledJobsLedgerAndRunsAreSweptOnceOld) {
+  create(interval_job("a"));
+  for (int i = 0; i < 4; ++i) {
+    dispatch();
+    for (const auto& g : claim()) complete(g.run, RunStatus::kSucceeded);
+    b.clock.advance(absl::Minutes(1));
+  }
+  ASSERT_EQ(ledger("a").size(), 4u);
+  auto [r, out] = body<CancelResult>([&](Txn& t, CancelResult* o) { return store.cancel(t, "a", o); });
+  ASSERT_TRUE(r.committed()) << r.status;
+  ASSERT_EQ(ledger("a").size(), 5u);  // + T0+4m, due at the cancel: "cancelled before dispatch"
+  reap();
+  EXPECT_EQ(ledger("a").size(), 5u);  // kept while younger than ledger_max_age
+  b.clock.advance(PolicyOptions{}.ledger_max_age + absl::Minutes(1));
+  reap();  // prune_budget 2 per pass
+  EXPECT_EQ(ledger("a").size(), 3u);
+  reap();
+  reap();
+  EXPECT_TRUE(ledger("a").empty());
+  EXPECT_TRUE(runs("a").empty());  // each record's run went with it
+  EXPECT_EQ(job("a").state, JobState::kCancelled);  // the job itself stays visible
+  EXPECT_EQ(job("a").ledger_count, 0u);
+  const auto& m = b.storage.contents();
+  auto x = m.lower_bound(std::string(1, keys::kSweep));
+  EXPECT_TRUE(x == m.end() || static_cast<std::uint8_t>(x->first[0]) != keys::kSweep);  // entry dropped
+}
+
 TEST_F(PolicyTest, LedgerQueryByTimeRange) {
   JobSpec s = with_overlap(interval_job("a"), OverlapPolicy::kAllow, 100);
   create(s);
