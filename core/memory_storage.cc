@@ -1,7 +1,8 @@
 #include "core/memory_storage.h"
 
-#include <set>
 #include <utility>
+
+#include "absl/container/flat_hash_set.h"
 
 #include "core/check.h"
 
@@ -46,15 +47,22 @@ class MemoryTxn final : public Txn {
   void put(std::string_view key, std::string_view value) override {
     check_write(key);
     KAIROS_CHECK_MSG(value.size() <= kMaxValueSize, "value larger than kMaxValueSize");
-    remember(key);
-    data_.insert_or_assign(std::string(key), std::string(value));
+    // One tree walk for the undo record and the write.
+    auto it = data_.lower_bound(key);
+    const bool present = it != data_.end() && it->first == key;
+    remember(key, present ? &it->second : nullptr);
+    if (present) {
+      it->second.assign(value.data(), value.size());
+    } else {
+      data_.emplace_hint(it, std::string(key), std::string(value));
+    }
   }
 
   void erase(std::string_view key) override {
     check_write(key);
     auto it = data_.find(key);
     if (it == data_.end()) return;
-    remember(key);
+    remember(key, &it->second);
     data_.erase(it);
   }
 
@@ -63,7 +71,7 @@ class MemoryTxn final : public Txn {
     if (!end.empty() && end <= begin) return;
     auto it = data_.lower_bound(begin);
     while (it != data_.end() && (end.empty() || it->first < end)) {
-      remember(it->first);
+      remember(it->first, &it->second);
       it = data_.erase(it);
     }
   }
@@ -76,19 +84,19 @@ class MemoryTxn final : public Txn {
     KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
     check_key(key);
   }
-  void remember(std::string_view key) {
-    if (touched_.count(key)) return;
-    touched_.emplace(key);
-    auto it = data_.find(key);
-    undo_.push_back({std::string(key), it == data_.end() ? std::nullopt
-                                                          : std::optional<std::string>(it->second)});
+  // Records the key's value before this transaction's first write to it
+  // (`current`: its value now, null when absent).
+  void remember(std::string_view key, const std::string* current) {
+    if (!touched_.emplace(key).second) return;
+    undo_.push_back({std::string(key), current ? std::optional<std::string>(*current) : std::nullopt});
   }
 
   MemoryStorage::Map& data_;
   absl::Time now_;
   TxnMode mode_;
   std::vector<MemoryStorage::Undo>& undo_;
-  std::set<std::string, std::less<>> touched_;
+  // Lookups only, never iterated: hash order cannot leak into behaviour.
+  absl::flat_hash_set<std::string> touched_;
 };
 
 void MemoryStorage::roll_back(Map& data, const std::vector<Undo>& undo) {
