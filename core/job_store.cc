@@ -932,6 +932,11 @@ absl::Status JobStore::dispatch(Txn& txn, std::uint32_t shard, const LeaderToken
     KAIROS_RETURN_IF_ERROR(prune(txn, *job, out->events));
     txn.put(keys::job(dk.job_id), encode(*job));
   }
+  const keys::Range all = keys::due_of(shard);
+  if (const auto next = txn.scan(all.begin, all.end, 1); !next.empty()) {
+    KAIROS_ASSIGN_OR_RETURN(keys::DueKey dk, keys::parse_due(next[0].key));
+    out->next_due_in = std::max(absl::ZeroDuration(), dk.due_at - now);
+  }
   return absl::OkStatus();
 }
 

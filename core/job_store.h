@@ -161,6 +161,9 @@ struct DispatchResult {
   std::vector<RunRecord> to_create;  // non_atomic_dispatch only: second txn's work
   std::uint32_t scanned = 0;
   bool more = false;  // the scan hit its limit; call again
+  // How long (store clock) until the shard's next due entry, when it has
+  // one: the leader can wake for it instead of waiting for its next poll.
+  std::optional<absl::Duration> next_due_in;
   std::vector<Event> events;
 };
 

@@ -47,6 +47,10 @@ std::string counters(std::string_view id) { return KeyBuilder().tag(kCounters).s
 std::string due(std::uint32_t shard, absl::Time due_at, std::string_view id) {
   return KeyBuilder().tag(kDue).u32(shard).time(due_at).str(id).build();
 }
+Range due_of(std::uint32_t shard) {
+  std::string b = KeyBuilder().tag(kDue).u32(shard).build();
+  return {b, prefix_end(b)};
+}
 Range due_until(std::uint32_t shard, absl::Time until) {
   std::string b = KeyBuilder().tag(kDue).u32(shard).build();
   std::string e = KeyBuilder().tag(kDue).u32(shard).time(until + absl::Microseconds(1)).build();

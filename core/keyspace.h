@@ -78,6 +78,8 @@ std::string counters(std::string_view id);
 std::string due(std::uint32_t shard, absl::Time due_at, std::string_view id);
 // Due entries of `shard` with due_at <= until.
 Range due_until(std::uint32_t shard, absl::Time until);
+// Every due entry of `shard`, earliest first.
+Range due_of(std::uint32_t shard);
 std::string run(const RunId& id);
 Range runs_of(std::string_view id, std::uint64_t incarnation);
 std::string open_run(const RunId& id);

@@ -90,6 +90,8 @@ void SchedulerNode::stop() {
   *alive_ = false;
   if (tick_timer_) timers_.cancel(*tick_timer_);
   tick_timer_.reset();
+  for (const ShardState& st : shards_)
+    if (st.wake_timer) timers_.cancel(*st.wake_timer);
   transport_.set_handler([](PeerId, std::string_view) {});
   parked_.clear();
   shards_.assign(shards_.size(), ShardState{});
@@ -390,8 +392,25 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
               });
         }
         if (!out->dispatched.empty()) serve_parked();
-        if (out->more) run_dispatch(shard);
+        if (out->more) {
+          run_dispatch(shard);
+        } else if (out->next_due_in && *out->next_due_in < config_.poll_interval) {
+          wake_for_due(shard, *out->next_due_in);
+        }
       });
+}
+
+void SchedulerNode::wake_for_due(std::uint32_t shard, absl::Duration in) {
+  ShardState& st = shards_[shard];
+  if (st.wake_timer) timers_.cancel(*st.wake_timer);
+  // At least 1ms: a store clock a hair behind this node's would otherwise
+  // find the entry not yet due and ask again at once.
+  Alive alive = alive_;
+  st.wake_timer = timers_.after(std::max(in, absl::Milliseconds(1)), [this, alive, shard] {
+    if (!*alive) return;
+    shards_[shard].wake_timer.reset();
+    run_dispatch(shard);
+  });
 }
 
 void SchedulerNode::run_reap(std::uint32_t shard) {

@@ -8,11 +8,14 @@
 // live in one process (no globals, no statics with mutable state).
 //
 // Loop. Everything runs on the node's event loop (Timers). Every
-// poll_interval the node: (1) renews or tries to acquire each shard's leader
-// lease; (2) for each shard it leads, runs a dispatch transaction (again at
-// once while the batch was full) and a reaper transaction; (3) retries parked
-// long-poll claims. At most one transaction of each kind per shard is in
-// flight.
+// poll_interval the node: (1) renews its leader leases, and tries to acquire
+// a shard held by another only once that holder's lease could have lapsed;
+// (2) for each shard it leads, runs a dispatch transaction (again at once
+// while the batch was full) and a reaper transaction; (3) retries parked
+// long-poll claims. A dispatch also reports when the shard's next due entry
+// comes; if that is before the next poll the node wakes for it, so a fire is
+// late by a store round trip rather than by up to a poll interval. At most
+// one transaction of each kind per shard is in flight.
 //
 // Commit outcomes. Nothing is acknowledged to a client or worker unless the
 // transaction that made it true reported kCommitted:
@@ -175,6 +178,9 @@ class SchedulerNode {
     bool leader_txn = false;
     bool dispatch_txn = false;
     bool reap_txn = false;
+    // Armed after a dispatch when the shard's next due entry comes before
+    // the next poll, so a fire is not up to one poll interval late.
+    std::optional<TimerId> wake_timer;
   };
   struct Parked {
     PeerId peer = 0;
@@ -193,6 +199,7 @@ class SchedulerNode {
   void leadership_step(std::uint32_t shard);
   void lose_leadership(std::uint32_t shard, std::string_view reason);
   void run_dispatch(std::uint32_t shard);
+  void wake_for_due(std::uint32_t shard, absl::Duration in);
   void run_reap(std::uint32_t shard);
   void serve_parked();
   void try_claim(std::uint64_t key);

@@ -257,6 +257,35 @@ TEST(SchedulerNode, NonLeaderWaitsOutTheHoldersLeaseThenTakesOver) {
   EXPECT_TRUE(b.leads(0));
 }
 
+// A leader whose shard's next due entry comes before its next poll wakes for
+// it: a fire is late by a store round trip, not by up to a poll interval.
+TEST(SchedulerNode, DispatchWakesForTheNextDueEntryBetweenPolls) {
+  ManualClock clock{T0()};
+  testing::Stepper stepper{clock};
+  ManualLoop& loop = stepper.add_loop();
+  MemoryStorage mem{clock, loop};
+  testing::Net net;
+  auto& ep = net.add(loop);
+  Random r(1);
+  MemoryEventLog events;
+  Metrics m;
+  SchedulerNodeConfig c = node_config("n", 1);
+  c.poll_interval = c.lease.leader_renew_period;  // the longest poll allowed (2.5s)
+  SchedulerNode node{clock, loop, mem, ep, r, events, m, c};
+  node.start();
+  stepper.run(absl::Seconds(1));
+  ASSERT_TRUE(node.leads(0));
+  bool created = false;
+  const absl::Time at = T0() + absl::Seconds(6) + absl::Milliseconds(300);  // between polls
+  node.create_job(once_job("a", at), [&](auto res) { created = res.ok(); });
+  stepper.run(absl::Seconds(20));
+  ASSERT_TRUE(created);
+  const auto runs = testing::stored_runs(mem);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_GE(runs[0].dispatched_at, at);
+  EXPECT_LT(runs[0].dispatched_at - at, absl::Milliseconds(50));
+}
+
 TEST(SchedulerNode, ConfigValidationNamesTheField) {
   SchedulerNodeConfig c = node_config("n");
   c.shard_count = 0;
