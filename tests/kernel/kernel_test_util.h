@@ -14,6 +14,7 @@
 #include "core/manual_loop.h"
 #include "core/memory_storage.h"
 #include "core/storage.h"
+#include "core/worker.h"
 
 namespace kairos::testing {
 
@@ -114,6 +115,26 @@ inline JobSpec once_job(std::string id, absl::Time at) {
 }
 
 // Synchronous access to a MemoryStorage for body-level tests.
+// A worker process for node-level tests: its own Random, event log and
+// metrics, long-polling `nodes` (in order) for 5 s at a time.
+struct TestWorker {
+  TestWorker(const Clock& clock, Timers& loop, Transport& endpoint, Runner& runner,
+             std::vector<PeerId> nodes, std::uint64_t seed)
+      : random(seed),
+        worker(clock, loop, endpoint, runner, random, events, metrics, config(std::move(nodes))) {}
+  static WorkerConfig config(std::vector<PeerId> nodes) {
+    WorkerConfig c;
+    c.worker_id = "w1";
+    c.nodes = std::move(nodes);
+    c.claim_wait = absl::Seconds(5);
+    return c;
+  }
+  Random random;
+  MemoryEventLog events;
+  Metrics metrics;
+  Worker worker;
+};
+
 struct Bench {
   ManualClock clock{T0()};
   ManualLoop loop{clock};

@@ -108,16 +108,9 @@ TEST_P(FaultyPipeline, EveryOccurrenceRunsAndTokensFence) {
   });
   testing::Sink sink;
   testing::FakeRunner runner(w.loop, w.clock, sink, absl::Seconds(3));
-  Random wr(99);
-  MemoryEventLog wevents;
-  Metrics wmetrics;
-  WorkerConfig wc;
-  wc.worker_id = "w1";
-  wc.nodes = {w.node_ep.id()};
-  wc.claim_wait = absl::Seconds(5);
-  Worker worker(w.clock, w.loop, w.worker_ep, runner, wr, wevents, wmetrics, wc);
+  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 99);
   w.node.start();
-  worker.start();
+  tw.worker.start();
   int created = 0;
   for (int i = 0; i < 4; ++i) {
     // Issue 6: overlap `allow` and a long misfire threshold, so a run slowed

@@ -54,16 +54,9 @@ struct World {
 TEST(WorkerTimeout, RunIsStoppedAtItsTimeoutAndRetriedAsAFailure) {
   World w;
   testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Minutes(10));  // never finishes in time
-  Random wr(3);
-  MemoryEventLog wevents;
-  Metrics wm;
-  WorkerConfig wc;
-  wc.worker_id = "w1";
-  wc.nodes = {w.node_ep.id()};
-  wc.claim_wait = absl::Seconds(5);
-  Worker worker(w.clock, w.loop, w.worker_ep, runner, wr, wevents, wm, wc);
+  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 3);
   w.node->start();
-  worker.start();
+  tw.worker.start();
   JobSpec s = once_job("a", T0() + absl::Seconds(1));
   s.policy.timeout = absl::Minutes(1);  // longer than the 30s lease: renewals keep it alive
   s.policy.max_attempts = 2;
@@ -72,8 +65,8 @@ TEST(WorkerTimeout, RunIsStoppedAtItsTimeoutAndRetriedAsAFailure) {
   w.node->create_job(s, [&](auto r) { created = r.ok(); });
   w.stepper.run(absl::Minutes(5));
   ASSERT_TRUE(created);
-  EXPECT_EQ(wevents.count("worker.run_timeout"), 2u);
-  EXPECT_EQ(wevents.count("worker.lease_deadline"), 0u);
+  EXPECT_EQ(tw.events.count("worker.run_timeout"), 2u);
+  EXPECT_EQ(tw.events.count("worker.lease_deadline"), 0u);
   EXPECT_EQ(w.events.count("run.retry_scheduled"), 1u);
   auto runs = w.runs();
   ASSERT_EQ(runs.size(), 1u);
@@ -132,18 +125,12 @@ TEST(ClockSanity, WorkerMovesOnFromANodeThatRefusesClaims) {
   Metrics m2;
   SchedulerNode healthy(w.clock, w.loop, w.mem, healthy_ep, r2, e2, m2, c);
   testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Seconds(1));
-  Random wr(3);
-  MemoryEventLog wevents;
-  Metrics wm;
-  WorkerConfig wc;
-  wc.worker_id = "w1";
-  wc.nodes = {w.node_ep.id(), healthy_ep.id()};  // the refusing node first
-  wc.claim_wait = absl::Seconds(5);
-  Worker worker(w.clock, w.loop, w.worker_ep, runner, wr, wevents, wm, wc);
+  // The refusing node first.
+  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id(), healthy_ep.id()}, 3);
   w.node_clock.offset = absl::Minutes(5);
   w.node->start();
   healthy.start();
-  worker.start();
+  tw.worker.start();
   bool created = false;
   healthy.create_job(once_job("a", T0() + absl::Seconds(10)), [&](auto res) { created = res.ok(); });
   w.stepper.run(absl::Minutes(2));
