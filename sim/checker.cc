@@ -451,7 +451,6 @@ class Timeliness final : public Invariant {
       for (const ClientJob& j : *h.jobs)
         if (const std::uint32_t id = names.find(j.id); id != Interner::kNone)
           job_done[{id, j.incarnation}] = std::max(b.done, done_bound(b, j));
-    const std::set<std::uint32_t> controlled = controlled_jobs(h);
     for (std::uint32_t id = 0; id < r.runs.size(); ++id) {
       const Replay::Track& t = r.runs[id];
       if (!t.exists) continue;
@@ -461,7 +460,7 @@ class Timeliness final : public Invariant {
       std::int64_t start_us = std::max(t.due_us, t.created_ready_us);
       // A job the client paused or rescheduled may get a run for an old
       // occurrence when it is resumed: judged from the run's creation.
-      if (controlled.count(t.job) != 0) start_us = std::max(start_us, t.created_us);
+      if (r.controlled.count(t.job) != 0) start_us = std::max(start_us, t.created_us);
       const absl::Time due = absl::FromUnixMicros(start_us + t.offset_us);  // true time
       // Start bound: only when no fault (or its after-effects) touches
       // [due - settle, due + start].
@@ -555,6 +554,7 @@ Checker Checker::with_defaults() {
 Checker::Report Checker::run(const History& h, const std::vector<std::string>& ignored) const {
   Report report;
   Replay replay = replay_facts(h);
+  replay.controlled = controlled_jobs(h);
   check_policies(h, replay);
   for (const auto& inv : invariants_) {
     const std::string name(inv->name());

@@ -78,7 +78,8 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
       fault_random_(world_.random().fork()),
       network_(world_, world_.random().fork(), scenario.network),
       base_network_(scenario.network),
-      base_sink_(scenario.sink) {
+      base_sink_(scenario.sink),
+      starvation_bound_(scheduler_config(scenario, "x").policy.starvation_bound) {
   auto add = [&](std::string name, Role role, std::uint32_t index) {
     const NodeId id = world_.add_node(std::move(name));
     auto n = std::make_unique<Node>();
@@ -276,7 +277,7 @@ void Cluster::on_event(const Event& e) {
   } else if (k == "run.claimed") {
     const auto* waited = e.find("waited");
     if (waited && std::get_if<absl::Duration>(waited) &&
-        std::get<absl::Duration>(*waited) >= scheduler_config(scenario_, "x").policy.starvation_bound)
+        std::get<absl::Duration>(*waited) >= starvation_bound_)
       world_.mark("policy.starved-run-served");
   } else if (k == "job.triggered") {
     world_.mark("policy.manual-run");
@@ -486,7 +487,7 @@ History Cluster::history() const {
   h.expected = &expected_;
   h.cancels = &workload_->cancels();
   h.jobs = &workload_->client_jobs();
-  h.starvation_bound = scheduler_config(scenario_, "x").policy.starvation_bound;
+  h.starvation_bound = starvation_bound_;
   h.faults = &windows_;
   h.bounds = timeliness_bounds(scenario_);
   return h;

@@ -199,6 +199,7 @@ class Cluster {
   std::vector<Occurrence> expected_;
   std::vector<absl::Time> paused_until_;  // by NodeId: end of the last pause
   std::vector<ClockSpec> configured_clocks_;  // by NodeId: the scenario's clock lines
+  absl::Duration starvation_bound_;           // the kernel's, from the scheduler config
   ProcessFactory scheduler_factory_;
   ProcessFactory worker_factory_;
   std::uint64_t faults_applied_ = 0;

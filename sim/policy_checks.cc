@@ -56,9 +56,6 @@ class PolicyChecks {
         const std::uint32_t id = names_.find(j.id);
         if (id != Interner::kNone) jobs_[{id, j.incarnation}] = &j;
       }
-    // Jobs the client paused, resumed or rescheduled: the catch-up rate is
-    // judged within one backlog, and a resume starts a new one.
-    controlled_ = controlled_jobs(h);
     if (h.expected != nullptr)
       for (const Occurrence& o : *h.expected) {
         const std::uint32_t id = names_.find(o.job);
@@ -361,7 +358,7 @@ class PolicyChecks {
               std::min(absl::ToInt64Microseconds(p.catch_up_spacing), threshold);
           auto prev = last_late_us.find(k);
           if (prev != last_late_us.end() && l.store_us - prev->second < spacing &&
-              controlled_.count(k.first) == 0)
+              r_.controlled.count(k.first) == 0)
             report("catch-up-bounded", l.job, "",
                    absl::StrCat(what, ": a late run only ", dur(l.store_us - prev->second),
                                 " after the previous one (spacing ", absl::FormatDuration(p.catch_up_spacing),
@@ -397,7 +394,6 @@ class PolicyChecks {
   Replay& r_;
   const Interner& names_;
   std::map<JobKey, const ClientJob*> jobs_;
-  std::set<std::uint32_t> controlled_;
   std::map<JobKey, std::vector<const Occurrence*>> expected_;
   std::vector<Run> runs_;
   struct Open {

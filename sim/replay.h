@@ -50,6 +50,9 @@ struct Replay {
   std::vector<Track> runs;  // by interned run key (ids are dense and deterministic)
   // (job, token) -> workers granted that token.
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::uint32_t>> grants;
+  // Interned ids of the jobs the client paused, resumed or rescheduled
+  // (controlled_jobs()); set once by Checker::run.
+  std::set<std::uint32_t> controlled;
   // Findings by invariant name.
   std::map<std::string, std::vector<Violation>, std::less<>> found;
 
