@@ -8,10 +8,10 @@
 
 #include <vector>
 
-#include "core/check.h"
-#include "core/cron/cron_schedule.h"
-#include "core/random.h"
-#include "core/schedule.h"
+#include "core/base/check.h"
+#include "core/schedule/cron_schedule.h"
+#include "core/ports/random.h"
+#include "core/schedule/schedule.h"
 
 namespace {
 

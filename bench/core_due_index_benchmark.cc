@@ -13,10 +13,11 @@
 
 #include <memory>
 
-#include "core/job_store.h"
-#include "core/keyspace.h"
-#include "core/manual_loop.h"
-#include "core/memory_storage.h"
+#include "core/kernel/job_store.h"
+#include "core/kernel/keyspace.h"
+#include "core/twins/manual_loop.h"
+#include "core/twins/memory_storage.h"
+#include "core/twins/manual_clock.h"
 
 namespace kairos {
 namespace {

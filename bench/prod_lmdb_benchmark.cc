@@ -14,11 +14,11 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "core/check.h"
-#include "core/key_codec.h"
-#include "core/random.h"
-#include "prod/asio_runtime.h"
-#include "prod/lmdb_storage.h"
+#include "core/base/check.h"
+#include "core/base/key_codec.h"
+#include "core/ports/random.h"
+#include "prod/runtime/asio_runtime.h"
+#include "prod/store/lmdb_storage.h"
 
 namespace kairos {
 namespace {

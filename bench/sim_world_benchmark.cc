@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "sim/world.h"
+#include "sim/world/world.h"
 
 namespace kairos::sim {
 namespace {

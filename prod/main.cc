@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "prod/commands.h"
+#include "prod/cli/commands.h"
 
 namespace {
 

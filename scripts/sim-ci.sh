@@ -64,7 +64,7 @@ tally "$OUT/swarm-a.out" "swarm seeds 1..$half"
 tally "$OUT/swarm-b.out" "swarm seeds $((half + 1))..$SWARM"
 
 step "planted bugs (each must be caught within 50 swarm seeds)"
-# Every bug of --list-bugs (sim/fault_plan.h, kCaughtBugs); a policy bug must
+# Every bug of --list-bugs (sim/world/fault_plan.h, kCaughtBugs); a policy bug must
 # be caught by the invariant written for it.
 declare -A want=([unbounded-catch-up]=catch-up-bounded [overlap-ignored]=overlap-respected
                  [retry-without-backoff]=retry-backoff)

@@ -26,12 +26,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/absl_compat.h"
-#include "core/planted_bugs.h"
-#include "sim/cluster.h"
-#include "sim/determinism.h"
-#include "sim/fault_plan.h"
-#include "sim/scenario.h"
+#include "core/base/absl_compat.h"
+#include "core/kernel/planted_bugs.h"
+#include "sim/world/cluster.h"
+#include "sim/oracle/determinism.h"
+#include "sim/world/fault_plan.h"
+#include "sim/scenario/scenario.h"
 
 namespace {
 
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else if (o.swarm) {
-    base = default_swarm_base();  // sim/fault_plan.h
+    base = default_swarm_base();  // sim/world/fault_plan.h
   } else {
     return usage_error("nothing to run: give --scenario FILE or --swarm");
   }

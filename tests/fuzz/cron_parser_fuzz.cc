@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/check.h"
-#include "core/cron/cron_schedule.h"
-#include "core/duration.h"
-#include "core/schedule_text.h"
+#include "core/base/check.h"
+#include "core/schedule/cron_schedule.h"
+#include "core/base/duration.h"
+#include "core/schedule/schedule_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0 || size > 512) return 0;

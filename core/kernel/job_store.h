@@ -1,0 +1,337 @@
+// JobStore: the kernel's transaction bodies.
+//
+// Purpose. Every durable state change of jobs, runs, leases and leadership is
+// one of the bodies below, run through Storage::transact() by the scheduler
+// node (or directly by tests). A body reads and writes only through its Txn,
+// resets its output slot at the start (a store may run it more than once), and
+// reports what it changed as Events in its output. The caller records those
+// events, and acts on the output, only when the outcome is kCommitted.
+//
+// Idempotency under "unknown" (see storage.h). Each body is safe to run again
+// after an unknown outcome:
+// - create: same id + same spec while active -> success, nothing written.
+// - cancel: cancelling a cancelled job -> success.
+// - dispatch: re-reads the due index; the run key (job, incarnation, nominal)
+//   is the idempotency key, so an occurrence never gets a second run.
+// - claim: a grant whose outcome is unknown is never handed to a worker; the
+//   lease just lapses and the reaper makes the run claimable again.
+// - renew/complete: keyed by (run, token); a completion already recorded with
+//   the same token and outcome answers "accepted" again.
+//
+// Fencing. Tokens come from the per-job counter T|id (token_hw + 1), which
+// never goes backwards (it survives cancel and re-create). Renew and complete
+// are accepted only with the run's current token. Leader bodies (dispatch,
+// reap) first check the shard's leader record: holder, epoch and expiry by the
+// store clock; otherwise they abort with FailedPrecondition naming the stale
+// epoch.
+//
+// Determinism. No clocks (only Txn::now()), no hash-order iteration.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/ports/event_log.h"
+#include "core/kernel/planted_bugs.h"
+#include "core/kernel/policy.h"
+#include "core/kernel/records.h"
+#include "core/ports/runner.h"
+#include "core/ports/storage.h"
+
+namespace kairos {
+
+// Limits checked at the API boundary.
+inline constexpr std::size_t kMaxJobIdSize = 200;
+inline constexpr std::size_t kMaxWorkerIdSize = 200;
+inline constexpr std::size_t kMaxDetailSize = 4096;
+
+// Validates a job spec (schedule compiles, payload, policy ranges, id shape).
+// Errors name the field, e.g. "policy.priority: must be in [0, 9], got 12".
+absl::Status validate_job_spec(const JobSpec& spec);
+absl::Status validate_job_id(std::string_view id);
+
+// Store-wide policy knobs (not per job). Defaults in docs/POLICIES.md.
+struct PolicyOptions {
+  // Ledger retention per job id: keep at most `ledger_keep` records and none
+  // older than `ledger_max_age` (records whose run is still open are kept).
+  std::uint32_t ledger_keep = 1000;
+  absl::Duration ledger_max_age = absl::Hours(24 * 30);
+  // Pruning work per job per dispatch (bounded: dispatch never stalls).
+  std::uint32_t prune_budget = 8;
+  // No-starvation rule of the claim queue: a run ready for at least this long
+  // is served before any run that became ready after it, whatever the
+  // priorities.
+  absl::Duration starvation_bound = absl::Seconds(60);
+  // Misfire scan: at most this many missed occurrences are examined per due
+  // entry per dispatch transaction (larger backlogs continue next pass).
+  std::uint32_t misfire_chunk = 2000;
+};
+absl::Status validate(const PolicyOptions& o);
+
+// A leader's credentials for one shard.
+struct LeaderToken {
+  std::string node;
+  std::uint64_t epoch = 0;
+};
+
+struct CreateResult {
+  JobRecord job;
+  bool created = false;  // false: an identical job already existed
+  std::vector<Event> events;
+};
+struct CancelResult {
+  JobRecord job;
+  bool was_active = false;
+  std::uint32_t cancelled_runs = 0;  // ready runs withdrawn
+  std::uint32_t running_runs = 0;    // leased runs left to finish
+  std::vector<Event> events;
+};
+struct ListResult {
+  std::vector<JobRecord> jobs;
+  std::string next_page_token;  // empty when there is no further page
+};
+
+// Job control (issue 6).
+struct ControlResult {
+  JobRecord job;
+  bool changed = false;  // false: the request was already in effect
+  bool created = false;  // apply only: a new incarnation was created
+  std::uint32_t withdrawn_runs = 0;  // reschedule: not-yet-claimed runs withdrawn
+  std::vector<Event> events;
+};
+using SpecMutation = std::function<absl::Status(JobSpec&)>;
+
+struct TriggerArgs {
+  std::string job_id;
+  // Chosen once by the caller and kept across retries of the same request:
+  // it makes the body idempotent under kUnknown (the manual run's nominal time
+  // is derived from `requested_at`, and a run carrying this id is reused).
+  std::uint64_t trigger_id = 0;
+  absl::Time requested_at;
+  bool force = false;  // ignore the overlap policy
+};
+struct TriggerResult {
+  RunRecord run;
+  bool created = false;  // false: this trigger's run already existed
+  std::vector<Event> events;
+};
+
+struct LedgerQuery {
+  std::string job_id;
+  // Records whose occurrences [nominal, through] meet [from, to): those that
+  // start in it, and one that starts before `from` and reaches into it.
+  absl::Time from = absl::InfinitePast();
+  absl::Time to = absl::InfiniteFuture();
+  std::size_t limit = 1000;
+};
+struct LedgerResult {
+  std::vector<LedgerRecord> records;
+  bool more = false;
+};
+struct RunsQuery {
+  std::string job_id;
+  std::uint64_t incarnation = 0;  // 0: the job's current incarnation
+  absl::Time from = absl::InfinitePast();
+  std::size_t limit = 1000;
+};
+struct RunsResult {
+  std::vector<RunRecord> runs;
+  bool more = false;
+};
+
+struct LeadershipResult {
+  enum class Kind : std::uint8_t { kAcquired, kRenewed, kHeldByOther };
+  Kind kind = Kind::kHeldByOther;
+  LeaderRecord record;        // the record after the body
+  LeaderRecord previous;      // before (kAcquired: whom we replaced)
+  std::vector<Event> events;
+  // kHeldByOther: how long (store clock) the other holder's lease still runs;
+  // trying again sooner cannot succeed.
+  absl::Duration held_for = absl::ZeroDuration();
+};
+
+struct DispatchResult {
+  std::vector<RunRecord> dispatched;  // runs created by this body
+  std::vector<RunRecord> to_create;  // non_atomic_dispatch only: second txn's work
+  std::uint32_t scanned = 0;
+  bool more = false;  // the scan hit its limit; call again
+  // How long (store clock) until the shard's next due entry, when it has
+  // one: the leader can wake for it instead of waiting for its next poll.
+  std::optional<absl::Duration> next_due_in;
+  std::vector<Event> events;
+};
+
+struct Grant {
+  RunRecord run;  // after the claim: leased, with token and lease_expiry
+  Payload payload;
+  absl::Duration timeout;
+};
+struct ClaimArgs {
+  std::string worker;
+  std::uint32_t max_runs = 1;
+  absl::Duration ttl;
+  std::uint32_t first_shard = 0;  // where the shard rotation starts
+};
+struct ClaimResult {
+  std::vector<Grant> grants;
+  std::vector<Event> events;
+};
+
+enum class WriteVerdict : std::uint8_t {
+  kAccepted,
+  kStaleToken,   // a newer token was granted (or the run was re-queued)
+  kLeaseLapsed,  // the token is current but the lease expired (renew only)
+  kNotLeased,    // the run is ready/cancelled/finished under another outcome
+  kUnknownRun,
+};
+std::string_view to_string(WriteVerdict v);
+
+struct RenewItem {
+  RunId run;
+  std::uint64_t token = 0;
+};
+struct RenewVerdict {
+  WriteVerdict verdict = WriteVerdict::kUnknownRun;
+  absl::Time lease_expiry;  // store clock, when accepted
+  std::string reason;
+};
+struct RenewResult {
+  std::vector<RenewVerdict> verdicts;  // one per item, same order
+  std::vector<Event> events;
+};
+
+struct CompleteItem {
+  RunId run;
+  std::uint64_t token = 0;
+  RunStatus outcome = RunStatus::kSucceeded;
+  std::int32_t exit_code = 0;
+  std::string detail;
+};
+struct CompleteVerdict {
+  WriteVerdict verdict = WriteVerdict::kUnknownRun;
+  std::string reason;
+};
+struct CompleteResult {
+  std::vector<CompleteVerdict> verdicts;
+  std::vector<Event> events;
+};
+
+struct ReapResult {
+  std::vector<RunId> requeued;
+  std::uint32_t scanned = 0;
+  bool more = false;
+  std::vector<Event> events;
+};
+
+class JobStore {
+ public:
+  JobStore(std::uint32_t shard_count, PlantedBugs bugs = {}, PolicyOptions options = {});
+
+  std::uint32_t shard_count() const { return shard_count_; }
+  std::uint32_t shard_of(std::string_view job_id) const;
+  const PlantedBugs& bugs() const { return bugs_; }
+  const PolicyOptions& options() const { return options_; }
+
+  // Records the shard count in the store metadata; FailedPrecondition if the
+  // store was initialised with a different count.
+  absl::Status init(Txn& txn) const;
+
+  // Jobs. `spec` must have passed validate_job_spec (checked again here).
+  absl::Status create(Txn& txn, const JobSpec& spec, CreateResult* out) const;
+  absl::Status get(Txn& txn, std::string_view id, std::optional<JobRecord>* out) const;
+  absl::Status list(Txn& txn, std::string_view page_token, std::size_t limit,
+                    ListResult* out) const;
+  // Filtered listing: scans at most 10 x limit jobs per page; the page token
+  // continues after the last job scanned (a page may hold fewer than `limit`).
+  absl::Status list(Txn& txn, std::string_view page_token, std::size_t limit,
+                    const JobFilter& filter, ListResult* out) const;
+
+  // Job control. NotFound for an unknown id; FailedPrecondition for a
+  // cancelled job. Each is idempotent (repeating it changes nothing).
+  absl::Status pause(Txn& txn, std::string_view id, ControlResult* out) const;
+  absl::Status resume(Txn& txn, std::string_view id, ControlResult* out) const;
+  // Applies `mutate` to the current spec and stores the result (validated)
+  // in place, same incarnation. A schedule change moves the due entry and
+  // withdraws the job's not-yet-claimed scheduled runs (ledger: cancelled,
+  // "rescheduled"); a priority change moves queued runs to the new band.
+  absl::Status update(Txn& txn, std::string_view id, const SpecMutation& mutate,
+                      ControlResult* out) const;
+  // Create-or-update by id: creates when absent or cancelled, otherwise
+  // update() to `spec`; an unchanged spec changes nothing.
+  absl::Status apply(Txn& txn, const JobSpec& spec, ControlResult* out) const;
+  // A manual run (RunKind::kManual) with its own idempotency key. Respects
+  // the overlap policy unless args.force (FailedPrecondition when it refuses).
+  absl::Status trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const;
+  absl::Status ledger(Txn& txn, const LedgerQuery& q, LedgerResult* out) const;
+  absl::Status runs(Txn& txn, const RunsQuery& q, RunsResult* out) const;
+  // NotFound when the id never existed.
+  absl::Status cancel(Txn& txn, std::string_view id, CancelResult* out) const;
+  absl::Status get_run(Txn& txn, const RunId& id, std::optional<RunRecord>* out) const;
+
+  // Leadership of `shard` for `node`. `known_epoch` is the epoch the node
+  // believes it holds (or tried to acquire, after an unknown outcome), 0 for
+  // none. Renews when the record names this node and that epoch; acquires
+  // (epoch + 1) when the record is absent, expired or names this node with
+  // another epoch (a restarted node); otherwise reports the holder.
+  absl::Status acquire_or_renew(Txn& txn, std::uint32_t shard, std::string_view node,
+                                std::uint64_t known_epoch, absl::Duration ttl,
+                                LeadershipResult* out) const;
+  // OK when `leader` holds `shard` now (store clock); else FailedPrecondition
+  // "stale epoch ...".
+  absl::Status check_leader(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
+
+  // Leader only: turns due entries (due_at <= now) into ready runs, at most
+  // `limit` entries.
+  absl::Status dispatch(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
+                        std::size_t limit, DispatchResult* out) const;
+  // Second half of non_atomic_dispatch, and the unknown_as_failure re-dispatch
+  // (idempotent == false overwrites an existing run).
+  absl::Status create_runs(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
+                           const std::vector<RunRecord>& runs, bool idempotent,
+                           DispatchResult* out) const;
+  // Leader only: lapsed leases (expiry <= now) become ready again.
+  absl::Status reap(Txn& txn, std::uint32_t shard, const LeaderToken& leader, std::size_t limit,
+                    ReapResult* out) const;
+
+  // Worker-facing (any node may serve them; tokens fence them).
+  absl::Status claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) const;
+  absl::Status renew(Txn& txn, std::string_view worker, const std::vector<RenewItem>& items,
+                     absl::Duration ttl, RenewResult* out) const;
+  absl::Status complete(Txn& txn, std::string_view worker,
+                        const std::vector<CompleteItem>& items, CompleteResult* out) const;
+
+ private:
+  absl::Status leader_gate(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
+  absl::Status create_run_if_absent(Txn& txn, const RunRecord& run, bool idempotent,
+                                    DispatchResult* out) const;
+  struct Occ;
+  absl::Status dispatch_entry(Txn& txn, std::uint32_t shard, const std::string& due_key,
+                              absl::Time due_at, JobRecord& job, absl::Time nominal,
+                              DispatchResult* out) const;
+  absl::Status fire(Txn& txn, std::uint32_t shard, JobRecord& job, const Occ& occ,
+                    DispatchResult* out) const;
+  absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const;
+  absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
+                            std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,
+                            std::string_view detail, std::vector<Event>& events) const;
+  absl::Status sweep_cancelled(Txn& txn, std::uint32_t shard, std::vector<Event>& events) const;
+  absl::Status close_overdue(Txn& txn, JobRecord& job, std::string_view why,
+                             std::vector<Event>& events) const;
+  absl::Status put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,
+                          std::vector<Event>& events) const;
+
+  std::uint32_t shard_count_;
+  PlantedBugs bugs_;
+  PolicyOptions options_;
+};
+
+// Events carry the run identity in these fields.
+Event run_event(std::string_view kind, const RunRecord& run);
+
+}  // namespace kairos

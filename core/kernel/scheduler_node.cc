@@ -1,0 +1,797 @@
+#include "core/kernel/scheduler_node.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "core/kernel/keyspace.h"
+
+namespace kairos {
+
+absl::Status validate(const SchedulerNodeConfig& c) {
+  if (c.node_id.empty() || c.node_id.size() > kMaxWorkerIdSize)
+    return absl::InvalidArgumentError("node.node_id: must be 1..200 bytes");
+  if (c.shard_count < 1 || c.shard_count > keys::kMaxShards)
+    return absl::InvalidArgumentError(
+        absl::StrCat("node.shard_count: must be in [1, ", keys::kMaxShards, "], got ", c.shard_count));
+  if (c.poll_interval <= absl::ZeroDuration() || c.poll_interval > absl::Minutes(1))
+    return absl::InvalidArgumentError("node.poll_interval: must be in (0, 1m]");
+  if (c.poll_interval > c.lease.leader_renew_period)
+    return absl::InvalidArgumentError(
+        "node.poll_interval: must not exceed lease.leader_renew_period (renewals ride on ticks)");
+  KAIROS_RETURN_IF_ERROR(validate(c.lease));
+  if (c.dispatch_batch < 1 || c.dispatch_batch > 100'000)
+    return absl::InvalidArgumentError("node.dispatch_batch: must be in [1, 100000]");
+  if (c.reap_batch < 1 || c.reap_batch > 100'000)
+    return absl::InvalidArgumentError("node.reap_batch: must be in [1, 100000]");
+  if (c.max_claim_batch < 1 || c.max_claim_batch > wire::kMaxBatch)
+    return absl::InvalidArgumentError(
+        absl::StrCat("node.max_claim_batch: must be in [1, ", wire::kMaxBatch, "]"));
+  if (c.max_claim_wait < absl::ZeroDuration() || c.max_claim_wait > absl::Hours(1))
+    return absl::InvalidArgumentError("node.max_claim_wait: must be in [0, 1h]");
+  if (c.max_txn_attempts < 1 || c.max_txn_attempts > 100)
+    return absl::InvalidArgumentError("node.max_txn_attempts: must be in [1, 100]");
+  if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)
+    return absl::InvalidArgumentError(
+        "node.retry_backoff_base: must be positive and <= node.retry_backoff_max");
+  KAIROS_RETURN_IF_ERROR(validate(c.policy));
+  if (c.max_clock_skew <= absl::ZeroDuration() || c.max_clock_skew > absl::Hours(24))
+    return absl::InvalidArgumentError("node.max_clock_skew: must be in (0, 24h]");
+  return absl::OkStatus();
+}
+
+SchedulerNode::SchedulerNode(const Clock& clock, Timers& timers, Storage& storage,
+                             Transport& transport, Random& random, EventLog& events,
+                             Metrics& metrics, SchedulerNodeConfig config)
+    : clock_(clock),
+      timers_(timers),
+      storage_(storage),
+      transport_(transport),
+      random_(random),
+      events_(events),
+      metrics_(metrics),
+      config_(std::move(config)),
+      store_(config_.shard_count, config_.bugs, config_.policy),
+      alive_(std::make_shared<bool>(true)),
+      shards_(config_.shard_count) {
+  const absl::Status s = validate(config_);
+  KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+}
+
+SchedulerNode::~SchedulerNode() { stop(); }
+
+void SchedulerNode::start() {
+  KAIROS_CHECK(!started_);
+  started_ = true;
+  Alive alive = alive_;
+  transport_.set_handler([this, alive](PeerId from, std::string_view bytes) {
+    if (*alive) on_message(from, bytes);
+  });
+  Event e;
+  e.kind = "node.started";
+  record(std::move(e));
+  tick_timer_ = timers_.after(absl::ZeroDuration(), [this, alive] {
+    if (!*alive) return;
+    tick_timer_.reset();
+    tick();
+    schedule_tick();
+  });
+}
+
+void SchedulerNode::stop() {
+  if (stopped_ || !started_) {
+    stopped_ = true;
+    *alive_ = false;
+    return;
+  }
+  stopped_ = true;
+  *alive_ = false;
+  if (tick_timer_) timers_.cancel(*tick_timer_);
+  tick_timer_.reset();
+  for (const ShardState& st : shards_)
+    if (st.wake_timer) timers_.cancel(*st.wake_timer);
+  transport_.set_handler([](PeerId, std::string_view) {});
+  parked_.clear();
+  shards_.assign(shards_.size(), ShardState{});
+}
+
+void SchedulerNode::schedule_tick() {
+  Alive alive = alive_;
+  tick_timer_ = timers_.after(config_.poll_interval, [this, alive] {
+    if (!*alive) return;
+    tick_timer_.reset();
+    tick();
+    schedule_tick();
+  });
+}
+
+bool SchedulerNode::leads(std::uint32_t shard) const {
+  KAIROS_CHECK(shard < shards_.size());
+  return shards_[shard].leader && clock_.now() < shards_[shard].leading_until;
+}
+
+std::uint64_t SchedulerNode::epoch(std::uint32_t shard) const {
+  return leads(shard) ? shards_[shard].epoch : 0;
+}
+
+void SchedulerNode::record(Event event) {
+  event.at = clock_.now();
+  if (!event.find("node")) event.with("node", config_.node_id);
+  std::string name = absl::StrCat("kairos_", absl_sv(event.kind), "_total");
+  for (char& c : name)
+    if (c == '.') c = '_';
+  metrics_.counter(name).add();
+  events_.record(std::move(event));
+}
+
+void SchedulerNode::record_all(std::vector<Event>& events) {
+  for (auto& e : events) record(std::move(e));
+  events.clear();
+}
+
+void SchedulerNode::count_txn(std::string_view op, const TxnResult& result) {
+  metrics_
+      .counter(absl::StrCat("kairos_txn_total{op=\"", absl_sv(op), "\",outcome=\"",
+                            absl_sv(to_string(result.outcome)), "\"}"))
+      .add();
+}
+
+absl::Duration SchedulerNode::backoff(std::uint32_t attempt) {
+  // base * 2^(attempt-1), capped, then full jitter in [cap/2, cap].
+  std::int64_t cap = absl::ToInt64Microseconds(config_.retry_backoff_base);
+  const std::int64_t max = absl::ToInt64Microseconds(config_.retry_backoff_max);
+  for (std::uint32_t i = 1; i < attempt && cap < max; ++i) cap *= 2;
+  if (cap > max) cap = max;
+  return absl::Microseconds(random_.between(cap / 2, cap));
+}
+
+void SchedulerNode::transact_retrying(std::string_view op, TxnBody body,
+                                      std::function<void(TxnResult)> done, TxnMode mode,
+                                      std::uint32_t attempt) {
+  Alive alive = alive_;
+  std::string op_name(op);
+  TxnBody body_copy = body;
+  storage_.transact(
+      std::move(body_copy),
+      [this, alive, op_name, body = std::move(body), done = std::move(done), mode,
+       attempt](TxnResult result) mutable {
+        if (!*alive) return;
+        count_txn(op_name, result);
+        const bool definite = result.outcome == CommitOutcome::kCommitted ||
+                              result.outcome == CommitOutcome::kAborted;
+        if (definite || attempt >= config_.max_txn_attempts) {
+          done(std::move(result));
+          return;
+        }
+        timers_.after(backoff(attempt), [this, alive, op_name, body = std::move(body),
+                                         done = std::move(done), mode, attempt]() mutable {
+          if (!*alive) return;
+          transact_retrying(op_name, std::move(body), std::move(done), mode, attempt + 1);
+        });
+      },
+      mode);
+}
+
+// ---------------------------------------------------------------------------
+// Tick: leadership, dispatch, reaper, parked claims.
+
+void SchedulerNode::tick() {
+  if (!running()) return;
+  if (!initialized_) {
+    if (init_txn_) return;
+    init_txn_ = true;
+    Alive alive = alive_;
+    storage_.transact([this](Txn& txn) { return store_.init(txn); },
+                      [this, alive](TxnResult r) {
+                        if (!*alive) return;
+                        init_txn_ = false;
+                        count_txn("init", r);
+                        if (r.committed()) {
+                          initialized_ = true;
+                          tick();
+                        } else if (r.outcome == CommitOutcome::kAborted) {
+                          Event e;
+                          e.kind = "node.init_failed";
+                          e.with("error", std::string(r.status.message()));
+                          record(std::move(e));
+                        }
+                      });
+    return;
+  }
+  probe_clock();
+  if (clock_skewed_) {
+    serve_parked();  // answered with an error: this node does not claim now
+    return;
+  }
+  for (std::uint32_t s = 0; s < shards_.size(); ++s) {
+    leadership_step(s);
+    ShardState& st = shards_[s];
+    if (st.leader && clock_.now() >= st.leading_until) lose_leadership(s, "local lease deadline passed");
+    if (st.leader) {
+      if (!st.dispatch_txn) run_dispatch(s);
+      if (!st.reap_txn) run_reap(s);
+    }
+  }
+  serve_parked();
+}
+
+void SchedulerNode::probe_clock() {
+  if (clock_probe_txn_) return;
+  clock_probe_txn_ = true;
+  auto store_now = std::make_shared<absl::Time>();
+  const absl::Time sent = clock_.now();
+  Alive alive = alive_;
+  storage_.transact(
+      [store_now](Txn& txn) {
+        *store_now = txn.now();
+        return absl::OkStatus();
+      },
+      [this, alive, store_now, sent](TxnResult r) {
+        if (!*alive) return;
+        clock_probe_txn_ = false;
+        if (!r.committed()) return;  // no reading: keep the last verdict
+        const absl::Time received = clock_.now();
+        const absl::Duration bound = config_.max_clock_skew;
+        const bool skewed = *store_now < sent - bound || *store_now > received + bound;
+        // Estimated offset of the store clock from this node's (midpoint).
+        const absl::Duration offset = *store_now - (sent + (received - sent) / 2);
+        if (skewed == clock_skewed_) return;
+        clock_skewed_ = skewed;
+        Event e;
+        e.kind = skewed ? "node.clock_skew" : "node.clock_ok";
+        e.with("offset", offset).with("bound", bound).with("rtt", received - sent).with("store_now", *store_now);
+        record(std::move(e));
+        if (skewed)
+          for (std::uint32_t s = 0; s < shards_.size(); ++s) lose_leadership(s, "clock skew");
+      },
+      TxnMode::kReadOnly);
+}
+
+void SchedulerNode::lose_leadership(std::uint32_t shard, std::string_view reason) {
+  ShardState& st = shards_[shard];
+  if (!st.leader) return;
+  Event e;
+  e.kind = "leader.lost";
+  e.with("shard", static_cast<std::uint64_t>(shard))
+      .with("epoch", st.epoch)
+      .with("reason", std::string(reason));
+  st.leader = false;
+  st.epoch = 0;
+  record(std::move(e));
+}
+
+void SchedulerNode::leadership_step(std::uint32_t shard) {
+  ShardState& st = shards_[shard];
+  const absl::Time now = clock_.now();
+  if (st.leader_txn) return;
+  if (st.leader && now < st.renew_at) return;
+  // (A wait longer than a whole leader lease means this clock stepped back:
+  // try now rather than wait out the step.)
+  if (!st.leader && now < st.acquire_at && st.acquire_at - now <= config_.lease.leader_ttl) return;
+  st.leader_txn = true;
+  const std::uint64_t known = st.leader ? st.epoch : st.pending_epoch;
+  auto out = std::make_shared<LeadershipResult>();
+  Alive alive = alive_;
+  const absl::Time sent = now;
+  const absl::Duration ttl = config_.lease.leader_ttl;
+  storage_.transact(
+      [this, shard, known, ttl, out](Txn& txn) {
+        return store_.acquire_or_renew(txn, shard, config_.node_id, known, ttl, out.get());
+      },
+      [this, alive, shard, out, sent](TxnResult r) {
+        if (!*alive) return;
+        ShardState& st = shards_[shard];
+        st.leader_txn = false;
+        count_txn("leader", r);
+        if (r.outcome == CommitOutcome::kUnknown) {
+          // It may have applied: remember the epoch so the next attempt can
+          // adopt it instead of bumping again. Leadership is not extended.
+          if (out->kind != LeadershipResult::Kind::kHeldByOther) st.pending_epoch = out->record.epoch;
+          return;
+        }
+        if (!r.committed()) return;
+        st.pending_epoch = 0;
+        if (clock_skewed_) {
+          // The clock went out of bound while this was in flight: do not
+          // lead (the store lease, if taken, simply lapses).
+          lose_leadership(shard, "clock skew");
+          return;
+        }
+        if (out->kind == LeadershipResult::Kind::kHeldByOther) {
+          lose_leadership(shard, absl::StrCat("held by ", out->record.holder, " epoch ",
+                                              out->record.epoch));
+          // Back off until the holder's lease would lapse: a non-leader
+          // otherwise writes nothing but reads the record every tick. (A
+          // clock running slow delays the takeover by its drift share.)
+          st.acquire_at = clock_.now() + out->held_for;
+          return;
+        }
+        if (out->kind == LeadershipResult::Kind::kAcquired && crashed_at("leader-after-elect")) return;
+        record_all(out->events);
+        if (out->kind == LeadershipResult::Kind::kAcquired && st.leader &&
+            st.epoch != out->record.epoch)
+          lose_leadership(shard, "re-acquired under a new epoch");
+        st.leader = true;
+        st.epoch = out->record.epoch;
+        st.leading_until = lease_deadline(sent, config_.lease.leader_ttl,
+                                          config_.lease.max_drift_ppm, config_.lease.margin);
+        st.renew_at = sent + config_.lease.leader_renew_period;
+        if (!st.dispatch_txn) run_dispatch(shard);
+      });
+}
+
+void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
+                                   const absl::Status& status) {
+  Event e;
+  e.kind = "write.rejected_stale_epoch";
+  e.with("shard", static_cast<std::uint64_t>(shard))
+      .with("epoch", shards_[shard].epoch)
+      .with("op", std::string(op))
+      .with("error", std::string(status.message()));
+  record(std::move(e));
+  lose_leadership(shard, "stale epoch");
+}
+
+void SchedulerNode::run_dispatch(std::uint32_t shard) {
+  ShardState& st = shards_[shard];
+  if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
+  if (crashed_at("dispatch-before-commit")) return;
+  st.dispatch_txn = true;
+  const LeaderToken token{config_.node_id, st.epoch};
+  const std::size_t limit = config_.dispatch_batch;
+  auto out = std::make_shared<DispatchResult>();
+  Alive alive = alive_;
+  storage_.transact(
+      [this, shard, token, limit, out](Txn& txn) {
+        return store_.dispatch(txn, shard, token, limit, out.get());
+      },
+      [this, alive, shard, token, out](TxnResult r) {
+        if (!*alive) return;
+        ShardState& st = shards_[shard];
+        st.dispatch_txn = false;
+        count_txn("dispatch", r);
+        if (r.outcome == CommitOutcome::kAborted) {
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition) on_stale_epoch(shard, "dispatch", r.status);
+          return;
+        }
+        if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure &&
+            !out->dispatched.empty()) {
+          // Planted bug: take "unknown" as "not applied" and create the runs
+          // again without the idempotency check.
+          auto runs = std::make_shared<std::vector<RunRecord>>(out->dispatched);
+          auto again = std::make_shared<DispatchResult>();
+          storage_.transact(
+              [this, shard, token, runs, again](Txn& txn) {
+                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/false, again.get());
+              },
+              [this, alive, again](TxnResult r2) {
+                if (!*alive) return;
+                if (r2.committed()) record_all(again->events);
+              });
+          return;
+        }
+        if (!r.committed()) return;  // the next tick re-reads the due index
+        if (!out->dispatched.empty() && crashed_at("dispatch-after-commit-before-reply")) return;
+        record_all(out->events);
+        if (config_.bugs.non_atomic_dispatch && !out->to_create.empty()) {
+          // Planted bug: the runs are created in a second transaction.
+          auto runs = std::make_shared<std::vector<RunRecord>>(out->to_create);
+          auto second = std::make_shared<DispatchResult>();
+          storage_.transact(
+              [this, shard, token, runs, second](Txn& txn) {
+                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/true, second.get());
+              },
+              [this, alive, second](TxnResult r2) {
+                if (!*alive) return;
+                if (r2.committed()) {
+                  record_all(second->events);
+                  serve_parked();
+                }
+              });
+        }
+        if (!out->dispatched.empty()) serve_parked();
+        if (out->more) {
+          run_dispatch(shard);
+        } else if (out->next_due_in && *out->next_due_in < config_.poll_interval) {
+          wake_for_due(shard, *out->next_due_in);
+        }
+      });
+}
+
+void SchedulerNode::wake_for_due(std::uint32_t shard, absl::Duration in) {
+  ShardState& st = shards_[shard];
+  if (st.wake_timer) timers_.cancel(*st.wake_timer);
+  // At least 1ms: a store clock a hair behind this node's would otherwise
+  // find the entry not yet due and ask again at once.
+  Alive alive = alive_;
+  st.wake_timer = timers_.after(std::max(in, absl::Milliseconds(1)), [this, alive, shard] {
+    if (!*alive) return;
+    shards_[shard].wake_timer.reset();
+    run_dispatch(shard);
+  });
+}
+
+void SchedulerNode::run_reap(std::uint32_t shard) {
+  ShardState& st = shards_[shard];
+  if (!st.leader || st.reap_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
+  st.reap_txn = true;
+  const LeaderToken token{config_.node_id, st.epoch};
+  const std::size_t limit = config_.reap_batch;
+  auto out = std::make_shared<ReapResult>();
+  Alive alive = alive_;
+  storage_.transact(
+      [this, shard, token, limit, out](Txn& txn) {
+        return store_.reap(txn, shard, token, limit, out.get());
+      },
+      [this, alive, shard, out](TxnResult r) {
+        if (!*alive) return;
+        shards_[shard].reap_txn = false;
+        count_txn("reap", r);
+        if (r.outcome == CommitOutcome::kAborted) {
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition) on_stale_epoch(shard, "reap", r.status);
+          return;
+        }
+        if (!r.committed()) return;
+        record_all(out->events);
+        if (!out->requeued.empty()) serve_parked();
+        if (out->more) run_reap(shard);
+      });
+}
+
+// ---------------------------------------------------------------------------
+// Worker requests.
+
+void SchedulerNode::send(PeerId to, const wire::Message& message) {
+  transport_.send(to, wire::encode(message));
+}
+
+void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
+  if (!running()) return;
+  auto decoded = wire::decode(bytes);
+  if (!decoded.ok()) {
+    metrics_.counter("kairos_wire_malformed_total").add();
+    Event e;
+    e.kind = "wire.malformed";
+    e.with("peer", static_cast<std::uint64_t>(from)).with("error", std::string(decoded.status().message()));
+    record(std::move(e));
+    return;
+  }
+  wire::Message& m = *decoded;
+  if (auto* c = std::get_if<wire::ClaimRequest>(&m)) {
+    for (const auto& [k, p] : parked_)
+      if (p.peer == from && p.request.request_id == c->request_id) return;  // duplicate
+    Parked p;
+    p.peer = from;
+    p.request = std::move(*c);
+    if (p.request.max_runs > config_.max_claim_batch) p.request.max_runs = config_.max_claim_batch;
+    if (p.request.wait > config_.max_claim_wait) p.request.wait = config_.max_claim_wait;
+    p.deadline = clock_.now() + p.request.wait;
+    const std::uint64_t key = next_parked_++;
+    parked_.emplace(key, std::move(p));
+    if (initialized_) try_claim(key);
+  } else if (auto* rq = std::get_if<wire::RenewRequest>(&m)) {
+    handle_renew(from, std::move(*rq));
+  } else if (auto* cq = std::get_if<wire::CompleteRequest>(&m)) {
+    handle_complete(from, std::move(*cq));
+  }
+  // Responses and errors are not addressed to a node; ignore them.
+}
+
+void SchedulerNode::serve_parked() {
+  if (!initialized_) return;
+  std::vector<std::uint64_t> keys;
+  for (const auto& [k, p] : parked_)
+    if (!p.in_flight) keys.push_back(k);
+  for (std::uint64_t k : keys) try_claim(k);
+}
+
+void SchedulerNode::try_claim(std::uint64_t key) {
+  auto it = parked_.find(key);
+  if (it == parked_.end() || it->second.in_flight) return;
+  Parked& p = it->second;
+  if (clock_skewed_) {
+    send(p.peer, wire::ErrorMessage{p.request.request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                                    "node clock outside the tolerated skew; not claiming"});
+    parked_.erase(it);
+    return;
+  }
+  if (clock_.now() > p.deadline && p.request.wait > absl::ZeroDuration()) {
+    send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
+    parked_.erase(it);
+    return;
+  }
+  p.in_flight = true;
+  ClaimArgs args;
+  args.worker = p.request.worker_id;
+  args.max_runs = p.request.max_runs;
+  args.ttl = config_.lease.lease_ttl;
+  args.first_shard = claim_rotation_++ % config_.shard_count;
+  auto out = std::make_shared<ClaimResult>();
+  Alive alive = alive_;
+  storage_.transact(
+      [this, args, out](Txn& txn) { return store_.claim(txn, args, out.get()); },
+      [this, alive, key, out](TxnResult r) {
+        if (!*alive) return;
+        count_txn("claim", r);
+        auto it = parked_.find(key);
+        if (it == parked_.end()) return;
+        Parked& p = it->second;
+        p.in_flight = false;
+        const bool expired = clock_.now() >= p.deadline;
+        if (r.committed()) {
+          if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
+          record_all(out->events);
+          if (!out->grants.empty() || expired) {
+            wire::ClaimResponse resp;
+            resp.request_id = p.request.request_id;
+            for (auto& g : out->grants) {
+              wire::WireGrant wg;
+              wg.run = g.run.id;
+              wg.attempt = g.run.attempt;
+              wg.token = g.run.token;
+              wg.lease_ttl = config_.lease.lease_ttl;
+              wg.payload = std::move(g.payload);
+              wg.timeout = g.timeout;
+              resp.grants.push_back(std::move(wg));
+            }
+            send(p.peer, resp);
+            parked_.erase(it);
+          }
+          return;
+        }
+        if (r.outcome == CommitOutcome::kAborted) {
+          send(p.peer, wire::ErrorMessage{p.request.request_id,
+                                          static_cast<std::uint32_t>(r.status.code()),
+                                          std::string(r.status.message())});
+          parked_.erase(it);
+          return;
+        }
+        // Conflict, unavailable or unknown: never hand out these grants (an
+        // unknown claim's leases lapse). Stay parked until the deadline.
+        if (expired) {
+          send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
+          parked_.erase(it);
+        } else if (r.outcome == CommitOutcome::kConflict) {
+          Alive a = alive_;
+          timers_.after(backoff(1), [this, a, key] {
+            if (*a) try_claim(key);
+          });
+        }
+      });
+}
+
+void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
+  auto items = std::make_shared<std::vector<RenewItem>>();
+  for (auto& i : request.items) items->push_back(RenewItem{std::move(i.run), i.token});
+  auto out = std::make_shared<RenewResult>();
+  const std::string worker = request.worker_id;
+  const absl::Duration ttl = config_.lease.lease_ttl;
+  const std::uint64_t request_id = request.request_id;
+  transact_retrying(
+      "renew",
+      [this, worker, items, ttl, out](Txn& txn) { return store_.renew(txn, worker, *items, ttl, out.get()); },
+      [this, from, request_id, out, ttl](TxnResult r) {
+        if (!r.committed()) {
+          send(from, wire::ErrorMessage{request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                                        absl::StrCat("renew not recorded: ", absl_sv(to_string(r.outcome)))});
+          return;
+        }
+        record_all(out->events);
+        wire::RenewResponse resp;
+        resp.request_id = request_id;
+        for (auto& v : out->verdicts)
+          resp.results.push_back(wire::WireVerdict{
+              v.verdict, v.verdict == WriteVerdict::kAccepted ? ttl : absl::ZeroDuration(),
+              std::move(v.reason)});
+        send(from, resp);
+      });
+}
+
+void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) {
+  auto items = std::make_shared<std::vector<CompleteItem>>();
+  for (auto& i : request.items)
+    items->push_back(CompleteItem{std::move(i.run), i.token, i.outcome, i.exit_code, std::move(i.detail)});
+  auto out = std::make_shared<CompleteResult>();
+  const std::string worker = request.worker_id;
+  const std::uint64_t request_id = request.request_id;
+  TxnBody body = [this, worker, items, out](Txn& txn) {
+    return store_.complete(txn, worker, *items, out.get());
+  };
+  auto reply = [this, from, request_id, out, items](TxnResult r) {
+    if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure) {
+      // Planted bug: "unknown" taken as "not applied" and answered as failed.
+      wire::CompleteResponse resp;
+      resp.request_id = request_id;
+      for (std::size_t i = 0; i < items->size(); ++i)
+        resp.results.push_back({WriteVerdict::kNotLeased, absl::ZeroDuration(), "commit failed"});
+      send(from, resp);
+      return;
+    }
+    if (!r.committed()) {
+      send(from, wire::ErrorMessage{request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                                    absl::StrCat("completion not recorded: ", absl_sv(to_string(r.outcome)))});
+      return;
+    }
+    if (crashed_at("complete-after-commit-before-ack")) return;
+    record_all(out->events);
+    wire::CompleteResponse resp;
+    resp.request_id = request_id;
+    for (auto& v : out->verdicts)
+      resp.results.push_back(wire::WireVerdict{v.verdict, absl::ZeroDuration(), std::move(v.reason)});
+    send(from, resp);
+  };
+  if (config_.bugs.unknown_as_failure) {
+    Alive alive = alive_;
+    storage_.transact(std::move(body), [this, alive, reply](TxnResult r) {
+      if (!*alive) return;
+      count_txn("complete", r);
+      reply(std::move(r));
+    });
+    return;
+  }
+  transact_retrying("complete", std::move(body), reply);
+}
+
+// ---------------------------------------------------------------------------
+// Job API.
+
+void SchedulerNode::create_job(JobSpec spec, std::function<void(absl::StatusOr<CreateResult>)> done) {
+  if (spec.id.empty()) spec.id = absl::StrFormat("job-%016x", random_.next_u64());
+  if (auto s = validate_job_spec(spec); !s.ok()) {
+    Alive alive = alive_;
+    timers_.post([alive, done = std::move(done), s] {
+      if (*alive) done(s);
+    });
+    return;
+  }
+  auto shared_spec = std::make_shared<JobSpec>(std::move(spec));
+  run_control<CreateResult>(
+      "create",
+      [this, shared_spec](Txn& txn, CreateResult* out) { return store_.create(txn, *shared_spec, out); },
+      std::move(done), /*read_only=*/false);
+}
+
+void SchedulerNode::get_job(std::string id,
+                            std::function<void(absl::StatusOr<std::optional<JobRecord>>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<std::optional<JobRecord>>(
+      "get", [this, sid](Txn& txn, std::optional<JobRecord>* out) { return store_.get(txn, *sid, out); },
+      std::move(done), /*read_only=*/true);
+}
+
+void SchedulerNode::list_jobs(std::string page_token, std::size_t limit,
+                              std::function<void(absl::StatusOr<ListResult>)> done) {
+  auto token = std::make_shared<std::string>(std::move(page_token));
+  run_control<ListResult>(
+      "list",
+      [this, token, limit](Txn& txn, ListResult* out) { return store_.list(txn, *token, limit, out); },
+      std::move(done), /*read_only=*/true);
+}
+
+void SchedulerNode::cancel_job(std::string id, std::function<void(absl::StatusOr<CancelResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<CancelResult>(
+      "cancel", [this, sid](Txn& txn, CancelResult* out) { return store_.cancel(txn, *sid, out); },
+      std::move(done), /*read_only=*/false);
+}
+
+// ---------------------------------------------------------------------------
+// Job control (issue 6).
+
+template <typename R>
+void SchedulerNode::run_control(std::string_view op, std::function<absl::Status(Txn&, R*)> body,
+                                std::function<void(absl::StatusOr<R>)> done, bool read_only) {
+  auto out = std::make_shared<R>();
+  const std::string name(op);
+  transact_retrying(
+      op, [body = std::move(body), out](Txn& txn) { return body(txn, out.get()); },
+      [self = this, out, name, done = std::move(done)](TxnResult r) {
+        (void)self;  // used only when R carries events
+        if (r.committed()) {
+          if constexpr (requires { out->events; }) self->record_all(out->events);
+          done(std::move(*out));
+        } else if (r.outcome == CommitOutcome::kAborted) {
+          done(r.status);
+        } else {
+          done(absl::UnavailableError(absl::StrCat(name, ": outcome ", absl_sv(to_string(r.outcome)),
+                                                   " after retries; retrying the same request is safe")));
+        }
+      },
+      read_only ? TxnMode::kReadOnly : TxnMode::kReadWrite);
+}
+
+void SchedulerNode::list_jobs(std::string page_token, std::size_t limit, JobFilter filter,
+                              std::function<void(absl::StatusOr<ListResult>)> done) {
+  auto token = std::make_shared<std::string>(std::move(page_token));
+  auto f = std::make_shared<JobFilter>(std::move(filter));
+  run_control<ListResult>(
+      "list", [this, token, limit, f](Txn& t, ListResult* o) { return store_.list(t, *token, limit, *f, o); },
+      std::move(done), /*read_only=*/true);
+}
+
+void SchedulerNode::pause_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<ControlResult>(
+      "pause", [this, sid](Txn& t, ControlResult* o) { return store_.pause(t, *sid, o); }, std::move(done));
+}
+
+void SchedulerNode::resume_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<ControlResult>(
+      "resume", [this, sid](Txn& t, ControlResult* o) { return store_.resume(t, *sid, o); }, std::move(done));
+}
+
+void SchedulerNode::reschedule_job(std::string id, ScheduleSpec schedule,
+                                   std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  auto sched = std::make_shared<ScheduleSpec>(std::move(schedule));
+  run_control<ControlResult>(
+      "reschedule",
+      [this, sid, sched](Txn& t, ControlResult* o) {
+        return store_.update(t, *sid, [sched](JobSpec& s) {
+          s.schedule = *sched;
+          return absl::OkStatus();
+        }, o);
+      },
+      std::move(done));
+}
+
+void SchedulerNode::update_policy(std::string id, JobPolicy policy,
+                                  std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  run_control<ControlResult>(
+      "update",
+      [this, sid, policy](Txn& t, ControlResult* o) {
+        return store_.update(t, *sid, [policy](JobSpec& s) {
+          s.policy = policy;
+          return absl::OkStatus();
+        }, o);
+      },
+      std::move(done));
+}
+
+void SchedulerNode::apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done) {
+  if (auto s = validate_job_spec(spec); !s.ok()) {
+    Alive alive = alive_;
+    timers_.post([alive, done = std::move(done), s] {
+      if (*alive) done(s);
+    });
+    return;
+  }
+  auto sp = std::make_shared<JobSpec>(std::move(spec));
+  run_control<ControlResult>(
+      "apply", [this, sp](Txn& t, ControlResult* o) { return store_.apply(t, *sp, o); }, std::move(done));
+}
+
+void SchedulerNode::trigger_job(std::string id, bool force,
+                                std::function<void(absl::StatusOr<TriggerResult>)> done) {
+  auto args = std::make_shared<TriggerArgs>();
+  args->job_id = std::move(id);
+  args->trigger_id = random_.next_u64() | 1;  // never 0
+  args->requested_at = clock_.now();
+  args->force = force;
+  run_control<TriggerResult>(
+      "trigger", [this, args](Txn& t, TriggerResult* o) { return store_.trigger(t, *args, o); },
+      [this, done = std::move(done)](absl::StatusOr<TriggerResult> r) {
+        if (r.ok() && r->created) serve_parked();
+        done(std::move(r));
+      });
+}
+
+void SchedulerNode::get_ledger(LedgerQuery query, std::function<void(absl::StatusOr<LedgerResult>)> done) {
+  auto q = std::make_shared<LedgerQuery>(std::move(query));
+  run_control<LedgerResult>(
+      "ledger", [this, q](Txn& t, LedgerResult* o) { return store_.ledger(t, *q, o); }, std::move(done),
+      /*read_only=*/true);
+}
+
+void SchedulerNode::list_runs(RunsQuery query, std::function<void(absl::StatusOr<RunsResult>)> done) {
+  auto q = std::make_shared<RunsQuery>(std::move(query));
+  run_control<RunsResult>(
+      "runs", [this, q](Txn& t, RunsResult* o) { return store_.runs(t, *q, o); }, std::move(done),
+      /*read_only=*/true);
+}
+
+}  // namespace kairos

@@ -1,0 +1,243 @@
+// SchedulerNode: one Kairos scheduler process's logic, as an object.
+//
+// Purpose. A node elects itself leader of the shards it can get (through the
+// store's leader records), runs the dispatch and reaper loops of the shards
+// it leads, serves workers' claim / renew / complete requests (any node may
+// serve them: fencing tokens, not leadership, protect those) and the job API.
+// The production binary and the simulator run this same class; many nodes
+// live in one process (no globals, no statics with mutable state).
+//
+// Loop. Everything runs on the node's event loop (Timers). Every
+// poll_interval the node: (1) renews its leader leases, and tries to acquire
+// a shard held by another only once that holder's lease could have lapsed;
+// (2) for each shard it leads, runs a dispatch transaction (again at once
+// while the batch was full) and a reaper transaction; (3) retries parked
+// long-poll claims. A dispatch also reports when the shard's next due entry
+// comes; if that is before the next poll the node wakes for it, so a fire is
+// late by a store round trip rather than by up to a poll interval. At most
+// one transaction of each kind per shard is in flight.
+//
+// Commit outcomes. Nothing is acknowledged to a client or worker unless the
+// transaction that made it true reported kCommitted:
+// - dispatch/reap unknown: nothing to do; the next tick re-reads the index and
+//   the run key makes a re-dispatch idempotent.
+// - claim unknown: the grants are never sent; the leases lapse and the runs
+//   are re-queued with a higher token.
+// - renew/complete/create/cancel unknown or conflict: the idempotent body is
+//   retried (bounded, jittered backoff) until a definite outcome; then the
+//   answer, or an error message the caller retries.
+// - leader renew unknown: leadership is not extended (the local deadline
+//   still runs out); the epoch it may have written is remembered so the next
+//   renewal can adopt it.
+// A leader body that finds a newer epoch aborts (FailedPrecondition, "stale
+// epoch"); the node records write.rejected_stale_epoch and stops leading.
+//
+// Leadership by the node's own clock. The node acts as leader of a shard only
+// until sent + leader_ttl x (1 - max_drift) - margin after it sent the last
+// successful acquire/renew; the store's epoch check is what makes a late
+// write harmless, the local deadline only avoids useless ones.
+//
+// Events/metrics. Every committed state change is recorded to the EventLog
+// (kinds in docs/ARCHITECTURE.md, each with a "node" field) and counted in Metrics
+// as kairos_<kind with '.' -> '_'>_total, e.g. kairos_run_claimed_total.
+//
+// stop() is a crash: timers are cancelled, in-memory state is dropped, and
+// callbacks still in flight (store results, runner outcomes) are ignored. A
+// new instance with the same node id is a restart.
+//
+// Lifetime. Transaction bodies the node handed to the Storage refer to the
+// node (its JobStore and config). Destroy the node only after the store has
+// run or dropped every body it queued: stop() the node, then drain or destroy
+// the store, then destroy the node (prod/cli/server_command.cc does exactly this).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/ports/clock.h"
+#include "core/ports/event_log.h"
+#include "core/kernel/job_store.h"
+#include "core/kernel/lease_config.h"
+#include "core/ports/metrics.h"
+#include "core/kernel/planted_bugs.h"
+#include "core/ports/random.h"
+#include "core/ports/storage.h"
+#include "core/ports/timers.h"
+#include "core/ports/transport.h"
+#include "core/kernel/wire.h"
+
+namespace kairos {
+
+struct SchedulerNodeConfig {
+  std::string node_id;
+  std::uint32_t shard_count = 8;
+  absl::Duration poll_interval = absl::Seconds(1);
+  LeaseConfig lease;
+  std::uint32_t dispatch_batch = 256;
+  std::uint32_t reap_batch = 256;
+  std::uint32_t max_claim_batch = 64;
+  absl::Duration max_claim_wait = absl::Seconds(30);
+  // Bounded retries of idempotent bodies after conflict/unknown/unavailable.
+  std::uint32_t max_txn_attempts = 6;
+  absl::Duration retry_backoff_base = absl::Milliseconds(20);
+  absl::Duration retry_backoff_max = absl::Seconds(1);
+  PlantedBugs bugs;
+  // Policy knobs of the store bodies (ledger retention, starvation bound).
+  PolicyOptions policy;
+  // Clock sanity (issue 6): each tick the node reads the store's clock in a
+  // read-only transaction; when Txn::now() falls outside
+  // [sent - max_clock_skew, received + max_clock_skew] (node clock, so the
+  // round trip is allowed for) the node stops leading and claiming, records
+  // node.clock_skew, and resumes (node.clock_ok) once a probe is within bound.
+  absl::Duration max_clock_skew = absl::Seconds(10);
+  // Simulator only; empty in production. Called at each named crash point
+  // (docs/SIMULATION.md); true means the process has just crashed there and
+  // the handler returns at once, so nothing after the point runs.
+  std::function<bool(std::string_view point)> crash_point;
+};
+// Errors name the field ("node.shard_count: ...").
+absl::Status validate(const SchedulerNodeConfig& config);
+
+class SchedulerNode {
+ public:
+  SchedulerNode(const Clock& clock, Timers& timers, Storage& storage, Transport& transport,
+                Random& random, EventLog& events, Metrics& metrics, SchedulerNodeConfig config);
+  ~SchedulerNode();
+  SchedulerNode(const SchedulerNode&) = delete;
+  SchedulerNode& operator=(const SchedulerNode&) = delete;
+
+  // Installs the transport handler and starts the tick loop (the first tick
+  // is posted at once; it first records the shard count in the store).
+  void start();
+  // Crash: see the file comment. start() may not be called again; construct
+  // a new node to restart.
+  void stop();
+  bool running() const { return started_ && !stopped_; }
+
+  // Job API. `done` runs on the loop after a definite outcome (or an error
+  // after the bounded retries: kUnavailable, "outcome unknown").
+  // An empty spec.id gets a generated one ("job-" + 16 hex digits from Random).
+  void create_job(JobSpec spec, std::function<void(absl::StatusOr<CreateResult>)> done);
+  void get_job(std::string id, std::function<void(absl::StatusOr<std::optional<JobRecord>>)> done);
+  void list_jobs(std::string page_token, std::size_t limit,
+                 std::function<void(absl::StatusOr<ListResult>)> done);
+  void cancel_job(std::string id, std::function<void(absl::StatusOr<CancelResult>)> done);
+  // Issue 6: job control, same style (definite outcome or an error; retrying
+  // the same request is safe: every body is idempotent).
+  void list_jobs(std::string page_token, std::size_t limit, JobFilter filter,
+                 std::function<void(absl::StatusOr<ListResult>)> done);
+  void pause_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done);
+  void resume_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done);
+  // Changes schedule, zone or run time; the due entry and not-yet-claimed
+  // runs follow atomically.
+  void reschedule_job(std::string id, ScheduleSpec schedule,
+                      std::function<void(absl::StatusOr<ControlResult>)> done);
+  void update_policy(std::string id, JobPolicy policy,
+                     std::function<void(absl::StatusOr<ControlResult>)> done);
+  // Create-or-update by id; re-applying an unchanged spec changes nothing.
+  void apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done);
+  // A manual run with its own idempotency key; `force` ignores the overlap
+  // policy. The trigger id is drawn once, so internal retries are idempotent.
+  void trigger_job(std::string id, bool force, std::function<void(absl::StatusOr<TriggerResult>)> done);
+  void get_ledger(LedgerQuery query, std::function<void(absl::StatusOr<LedgerResult>)> done);
+  void list_runs(RunsQuery query, std::function<void(absl::StatusOr<RunsResult>)> done);
+
+  // Introspection (tests, simulator, health endpoint).
+  const std::string& id() const { return config_.node_id; }
+  const SchedulerNodeConfig& config() const { return config_; }
+  const JobStore& store() const { return store_; }
+  bool leads(std::uint32_t shard) const;
+  std::uint64_t epoch(std::uint32_t shard) const;  // 0 when not leading
+  std::size_t parked_claims() const { return parked_.size(); }
+  // False while the node's clock is outside max_clock_skew of the store's.
+  bool clock_sane() const { return !clock_skewed_; }
+  // Runs one tick now (in addition to the periodic ones).
+  void tick();
+
+ private:
+  bool crashed_at(std::string_view point) const {
+    return config_.crash_point && config_.crash_point(point);
+  }
+  struct ShardState {
+    bool leader = false;
+    std::uint64_t epoch = 0;
+    std::uint64_t pending_epoch = 0;  // tried to acquire, outcome unknown
+    absl::Time leading_until = absl::InfinitePast();
+    absl::Time renew_at = absl::InfinitePast();
+    // Not leading: the other holder's lease runs (by this node's clock) until
+    // about then, so acquisition is not tried before it.
+    absl::Time acquire_at = absl::InfinitePast();
+    bool leader_txn = false;
+    bool dispatch_txn = false;
+    bool reap_txn = false;
+    // Armed after a dispatch when the shard's next due entry comes before
+    // the next poll, so a fire is not up to one poll interval late.
+    std::optional<TimerId> wake_timer;
+  };
+  struct Parked {
+    PeerId peer = 0;
+    wire::ClaimRequest request;
+    absl::Time deadline;
+    bool in_flight = false;
+  };
+  using Alive = std::shared_ptr<bool>;
+
+  void schedule_tick();
+  void probe_clock();
+  template <typename R>
+  void run_control(std::string_view op, std::function<absl::Status(Txn&, R*)> body,
+                   std::function<void(absl::StatusOr<R>)> done, bool read_only = false);
+  void on_message(PeerId from, std::string_view bytes);
+  void leadership_step(std::uint32_t shard);
+  void lose_leadership(std::uint32_t shard, std::string_view reason);
+  void run_dispatch(std::uint32_t shard);
+  void wake_for_due(std::uint32_t shard, absl::Duration in);
+  void run_reap(std::uint32_t shard);
+  void serve_parked();
+  void try_claim(std::uint64_t key);
+  void handle_renew(PeerId from, wire::RenewRequest request);
+  void handle_complete(PeerId from, wire::CompleteRequest request);
+  void send(PeerId to, const wire::Message& message);
+  void record(Event event);
+  void record_all(std::vector<Event>& events);
+  void count_txn(std::string_view op, const TxnResult& result);
+  void on_stale_epoch(std::uint32_t shard, std::string_view op, const absl::Status& status);
+  absl::Duration backoff(std::uint32_t attempt);
+  // Runs `body` until a definite outcome (committed/aborted), retrying
+  // conflict, unavailable and unknown up to max_txn_attempts with backoff.
+  void transact_retrying(std::string_view op, TxnBody body, std::function<void(TxnResult)> done,
+                         TxnMode mode = TxnMode::kReadWrite, std::uint32_t attempt = 1);
+
+  const Clock& clock_;
+  Timers& timers_;
+  Storage& storage_;
+  Transport& transport_;
+  Random& random_;
+  EventLog& events_;
+  Metrics& metrics_;
+  SchedulerNodeConfig config_;
+  JobStore store_;
+
+  Alive alive_;
+  bool started_ = false;
+  bool stopped_ = false;
+  bool initialized_ = false;
+  bool init_txn_ = false;
+  std::optional<TimerId> tick_timer_;
+  std::vector<ShardState> shards_;
+  std::uint32_t claim_rotation_ = 0;
+  std::uint64_t next_parked_ = 0;
+  std::map<std::uint64_t, Parked> parked_;  // by arrival order
+  bool clock_skewed_ = false;
+  bool clock_probe_txn_ = false;
+};
+
+}  // namespace kairos

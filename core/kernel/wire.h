@@ -1,0 +1,144 @@
+// Wire protocol between workers and scheduler nodes.
+//
+// Framing. Every message is one frame:
+//   magic   u16  0x4B53 ("KS", little-endian on the wire)
+//   version u8   kWireVersion
+//   type    u8   MessageType
+//   length  u32  bytes of body that follow (<= kMaxFrameBody)
+//   body         the message's fields, core/base/codec.h encodings
+// A stream adapter reads kFrameHeaderSize bytes, calls frame_size() to learn
+// the whole frame's size, then decode() on exactly that many bytes.
+//
+// Strictness. decode() never reads past its input, and rejects a bad magic,
+// an unknown version or type, a length that disagrees with the input, an
+// oversized batch or string, an out-of-range enum and trailing bytes, with a
+// Status naming what is wrong ("wire: claim_response.grants[2].token:
+// truncated ..."). It is a libFuzzer target (tests/fuzz/wire_decoder_fuzz.cc).
+//
+// Semantics. Every request carries a request id chosen by the worker; the
+// node echoes it. Transport may lose, duplicate and reorder frames, so:
+// claims are answered at most once per node-side attempt and a worker ignores
+// responses it is not waiting for; renew and complete are idempotent per
+// (run, token) and the worker retries them with the same token.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/kernel/job_store.h"
+#include "core/ports/payload.h"
+#include "core/kernel/records.h"
+
+namespace kairos::wire {
+
+inline constexpr std::uint16_t kMagic = 0x4B53;
+inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::size_t kFrameHeaderSize = 8;
+inline constexpr std::uint32_t kMaxFrameBody = 16u << 20;
+inline constexpr std::uint32_t kMaxBatch = 1024;
+
+enum class MessageType : std::uint8_t {
+  kClaimRequest = 1,
+  kClaimResponse = 2,
+  kRenewRequest = 3,
+  kRenewResponse = 4,
+  kCompleteRequest = 5,
+  kCompleteResponse = 6,
+  kError = 7,
+};
+
+struct ClaimRequest {
+  std::uint64_t request_id = 0;
+  std::string worker_id;
+  std::uint32_t max_runs = 1;           // 1..kMaxBatch
+  absl::Duration wait = absl::ZeroDuration();  // long-poll bound; 0: answer at once
+  friend bool operator==(const ClaimRequest&, const ClaimRequest&) = default;
+};
+
+struct WireGrant {
+  RunId run;
+  std::uint32_t attempt = 1;
+  std::uint64_t token = 0;
+  absl::Duration lease_ttl;  // store-clock length of the lease granted
+  Payload payload;
+  absl::Duration timeout;    // the job's own per-run timeout
+  friend bool operator==(const WireGrant&, const WireGrant&) = default;
+};
+
+struct ClaimResponse {
+  std::uint64_t request_id = 0;
+  std::vector<WireGrant> grants;
+  friend bool operator==(const ClaimResponse&, const ClaimResponse&) = default;
+};
+
+struct WireRenewItem {
+  RunId run;
+  std::uint64_t token = 0;
+  friend bool operator==(const WireRenewItem&, const WireRenewItem&) = default;
+};
+struct RenewRequest {
+  std::uint64_t request_id = 0;
+  std::string worker_id;
+  std::vector<WireRenewItem> items;
+  friend bool operator==(const RenewRequest&, const RenewRequest&) = default;
+};
+
+struct WireVerdict {
+  WriteVerdict verdict = WriteVerdict::kAccepted;
+  absl::Duration lease_ttl = absl::ZeroDuration();  // renew accepted: the new lease length
+  std::string reason;
+  friend bool operator==(const WireVerdict&, const WireVerdict&) = default;
+};
+struct RenewResponse {
+  std::uint64_t request_id = 0;
+  std::vector<WireVerdict> results;  // one per request item, same order
+  friend bool operator==(const RenewResponse&, const RenewResponse&) = default;
+};
+
+struct WireCompleteItem {
+  RunId run;
+  std::uint64_t token = 0;
+  RunStatus outcome = RunStatus::kSucceeded;
+  std::int32_t exit_code = 0;
+  std::string detail;
+  friend bool operator==(const WireCompleteItem&, const WireCompleteItem&) = default;
+};
+struct CompleteRequest {
+  std::uint64_t request_id = 0;
+  std::string worker_id;
+  std::vector<WireCompleteItem> items;
+  friend bool operator==(const CompleteRequest&, const CompleteRequest&) = default;
+};
+struct CompleteResponse {
+  std::uint64_t request_id = 0;
+  std::vector<WireVerdict> results;
+  friend bool operator==(const CompleteResponse&, const CompleteResponse&) = default;
+};
+
+// A request the node could not serve (malformed, store unavailable, outcome
+// unknown after its retries). `code` is an absl::StatusCode.
+struct ErrorMessage {
+  std::uint64_t request_id = 0;
+  std::uint32_t code = 0;
+  std::string message;
+  friend bool operator==(const ErrorMessage&, const ErrorMessage&) = default;
+};
+
+using Message = std::variant<ClaimRequest, ClaimResponse, RenewRequest, RenewResponse,
+                             CompleteRequest, CompleteResponse, ErrorMessage>;
+
+std::string encode(const Message& message);
+absl::StatusOr<Message> decode(std::string_view frame);
+
+// From at least kFrameHeaderSize bytes: the size of the whole frame, or an
+// error for a bad magic/version/type/length.
+absl::StatusOr<std::size_t> frame_size(std::string_view header);
+
+std::uint64_t request_id_of(const Message& message);
+
+}  // namespace kairos::wire

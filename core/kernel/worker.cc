@@ -1,0 +1,499 @@
+#include "core/kernel/worker.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "core/kernel/job_store.h"
+
+namespace kairos {
+
+absl::Status validate(const WorkerConfig& c) {
+  if (c.worker_id.empty() || c.worker_id.size() > kMaxWorkerIdSize)
+    return absl::InvalidArgumentError("worker.worker_id: must be 1..200 bytes");
+  if (c.nodes.empty()) return absl::InvalidArgumentError("worker.nodes: at least one scheduler node is required");
+  if (c.max_concurrent < 1 || c.max_concurrent > wire::kMaxBatch)
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker.max_concurrent: must be in [1, ", wire::kMaxBatch, "], got ", c.max_concurrent));
+  if (c.claim_wait < absl::ZeroDuration() || c.claim_wait > absl::Hours(1))
+    return absl::InvalidArgumentError("worker.claim_wait: must be in [0, 1h]");
+  KAIROS_RETURN_IF_ERROR(validate(c.lease));
+  // A long-poll claim answered at the end of its wait leaves the worker only
+  // lease_deadline(sent) - answer of its lease (the deadline counts from the
+  // send): with a wait near the lease, grants arrive already lapsing.
+  if (c.claim_wait > c.lease.lease_ttl / 2)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker.claim_wait: must be at most half of lease.lease_ttl (",
+        absl::FormatDuration(c.lease.lease_ttl / 2), "), got ", absl::FormatDuration(c.claim_wait)));
+  if (c.max_report_attempts < 1 || c.max_report_attempts > 1000)
+    return absl::InvalidArgumentError("worker.max_report_attempts: must be in [1, 1000]");
+  if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)
+    return absl::InvalidArgumentError(
+        "worker.retry_backoff_base: must be positive and <= worker.retry_backoff_max");
+  return absl::OkStatus();
+}
+
+Worker::Worker(const Clock& clock, Timers& timers, Transport& transport, Runner& runner,
+               Random& random, EventLog& events, Metrics& metrics, WorkerConfig config)
+    : clock_(clock),
+      timers_(timers),
+      transport_(transport),
+      runner_(runner),
+      random_(random),
+      events_(events),
+      metrics_(metrics),
+      config_(std::move(config)),
+      alive_(std::make_shared<bool>(true)) {
+  const absl::Status s = validate(config_);
+  KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+}
+
+Worker::~Worker() { stop(); }
+
+void Worker::start() {
+  KAIROS_CHECK(!started_);
+  started_ = true;
+  // Request ids start at a random point so a restarted worker's ids do not
+  // collide with its previous life's (deterministic given the Random).
+  next_request_id_ = (random_.next_u64() >> 2) + 1;
+  Alive alive = alive_;
+  transport_.set_handler([this, alive](PeerId from, std::string_view bytes) {
+    if (*alive) on_message(from, bytes);
+  });
+  heartbeat_timer_ = timers_.after(config_.lease.heartbeat_period, [this, alive] {
+    if (*alive) heartbeat();
+  });
+  Event e;
+  e.kind = "worker.started";
+  record(std::move(e));
+  maybe_claim();
+}
+
+void Worker::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  *alive_ = false;
+  if (!started_) return;
+  transport_.set_handler([](PeerId, std::string_view) {});
+  auto cancel = [this](std::optional<TimerId>& t) {
+    if (t) timers_.cancel(*t);
+    t.reset();
+  };
+  cancel(claim_retry_timer_);
+  cancel(heartbeat_timer_);
+  cancel(flush_timer_);
+  if (claim_) timers_.cancel(claim_->timer);
+  if (complete_) timers_.cancel(complete_->timer);
+  for (auto& [id, a] : active_) {
+    if (a.deadline_timer) timers_.cancel(*a.deadline_timer);
+    if (a.timeout_timer) timers_.cancel(*a.timeout_timer);
+  }
+  active_.clear();
+  reports_.clear();
+  renews_.clear();
+}
+
+void Worker::record(Event e) {
+  e.at = clock_.now();
+  if (!e.find("worker")) e.with("worker", config_.worker_id);
+  std::string name = absl::StrCat("kairos_", absl_sv(e.kind), "_total");
+  for (char& c : name)
+    if (c == '.') c = '_';
+  metrics_.counter(name).add();
+  events_.record(std::move(e));
+}
+
+absl::Duration Worker::backoff(std::uint32_t attempt) {
+  std::int64_t cap = absl::ToInt64Microseconds(config_.retry_backoff_base);
+  const std::int64_t max = absl::ToInt64Microseconds(config_.retry_backoff_max);
+  for (std::uint32_t i = 1; i < attempt && cap < max; ++i) cap *= 2;
+  if (cap > max) cap = max;
+  return absl::Microseconds(random_.between(cap / 2, cap));
+}
+
+void Worker::rotate_node() { node_index_ = (node_index_ + 1) % config_.nodes.size(); }
+
+void Worker::send(const wire::Message& m) {
+  transport_.send(config_.nodes[node_index_], wire::encode(m));
+}
+
+void Worker::on_message(PeerId, std::string_view bytes) {
+  auto decoded = wire::decode(bytes);
+  if (!decoded.ok()) {
+    metrics_.counter("kairos_wire_malformed_total").add();
+    return;
+  }
+  if (auto* c = std::get_if<wire::ClaimResponse>(&*decoded)) {
+    on_claim_response(std::move(*c));
+  } else if (auto* r = std::get_if<wire::RenewResponse>(&*decoded)) {
+    on_renew_response(*r);
+  } else if (auto* d = std::get_if<wire::CompleteResponse>(&*decoded)) {
+    on_complete_response(*d);
+  } else if (auto* e = std::get_if<wire::ErrorMessage>(&*decoded)) {
+    Alive alive = alive_;
+    if (claim_ && claim_->request_id == e->request_id) {
+      // The node refused (e.g. its clock is outside the tolerated skew, or
+      // the store is unavailable to it): the next claim goes to the next
+      // node, or a worker pinned to a refusing node would starve while
+      // healthy nodes have work.
+      timers_.cancel(claim_->timer);
+      claim_.reset();
+      ++claim_failures_;
+      rotate_node();
+      claim_retry_timer_ = timers_.after(backoff(claim_failures_), [this, alive] {
+        if (!*alive) return;
+        claim_retry_timer_.reset();
+        maybe_claim();
+      });
+    } else if (complete_ && complete_->request_id == e->request_id) {
+      timers_.cancel(complete_->timer);
+      complete_.reset();
+      rotate_node();  // as for a timeout: another node may get it through
+      std::uint32_t worst = 0;
+      for (const RunId& id : complete_items_) {
+        auto it = reports_.find(id);
+        if (it != reports_.end()) worst = std::max(worst, it->second.attempts);
+      }
+      flush_timer_ = timers_.after(backoff(worst), [this, alive] {
+        if (!*alive) return;
+        flush_timer_.reset();
+        flush_reports();
+      });
+    } else {
+      renews_.erase(e->request_id);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Claims.
+
+void Worker::maybe_claim() {
+  if (stopped_ || claim_ || claim_retry_timer_) return;
+  if (active_.size() >= config_.max_concurrent) return;
+  const auto capacity = static_cast<std::uint32_t>(config_.max_concurrent - active_.size());
+  wire::ClaimRequest req;
+  req.request_id = next_request_id();
+  req.worker_id = config_.worker_id;
+  req.max_runs = capacity;
+  req.wait = config_.claim_wait;
+  Alive alive = alive_;
+  const std::uint64_t id = req.request_id;
+  Outstanding o;
+  o.request_id = id;
+  o.sent = clock_.now();
+  o.timer = timers_.after(config_.claim_wait + config_.lease.rpc_timeout, [this, alive, id] {
+    if (!*alive || !claim_ || claim_->request_id != id) return;
+    // No answer: the claim (and any lease it took) is abandoned; the lease
+    // will lapse on the store. Try the next node.
+    claim_.reset();
+    ++claim_failures_;
+    metrics_.counter("kairos_worker_claim_timeouts_total").add();
+    rotate_node();
+    claim_retry_timer_ = timers_.after(backoff(claim_failures_), [this, alive] {
+      if (!*alive) return;
+      claim_retry_timer_.reset();
+      maybe_claim();
+    });
+  });
+  claim_ = o;
+  send(req);
+}
+
+void Worker::on_claim_response(wire::ClaimResponse response) {
+  if (!claim_ || claim_->request_id != response.request_id) {
+    metrics_.counter("kairos_worker_stale_responses_total").add();
+    return;
+  }
+  timers_.cancel(claim_->timer);
+  const absl::Time sent = claim_->sent;
+  claim_.reset();
+  claim_failures_ = 0;
+  for (auto& g : response.grants) start_run(std::move(g), sent);
+  if (response.grants.empty() && clock_.now() - sent < config_.claim_wait / 2) {
+    // Answered early with nothing: do not spin.
+    Alive alive = alive_;
+    claim_retry_timer_ = timers_.after(backoff(2), [this, alive] {
+      if (!*alive) return;
+      claim_retry_timer_.reset();
+      maybe_claim();
+    });
+    return;
+  }
+  maybe_claim();
+}
+
+void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
+  const RunId id = grant.run;
+  const absl::Time now = clock_.now();
+  const absl::Time deadline =
+      lease_deadline(sent, grant.lease_ttl, config_.lease.max_drift_ppm, config_.lease.margin);
+  Event e;
+  e.kind = "worker.run_started";
+  e.with("job", id.job_id)
+      .with("incarnation", id.incarnation)
+      .with("nominal", id.nominal)
+      .with("attempt", static_cast<std::uint64_t>(grant.attempt))
+      .with("token", grant.token);
+  if (now >= deadline) {
+    e.kind = "worker.grant_expired";
+    record(std::move(e));
+    return;
+  }
+  if (auto it = active_.find(id); it != active_.end()) {
+    // A newer grant for a run we still think we hold: our old lease lapsed.
+    if (it->second.grant.token >= grant.token) return;  // a replayed grant
+    Active old = std::move(it->second);
+    active_.erase(it);
+    if (old.deadline_timer) timers_.cancel(*old.deadline_timer);
+    if (old.timeout_timer) timers_.cancel(*old.timeout_timer);
+    if (old.started) runner_.stop(old.handle);
+  }
+  record(std::move(e));
+  RunRequest req;
+  req.job_id = id.job_id;
+  req.incarnation = id.incarnation;
+  req.nominal_time = id.nominal;
+  req.attempt = grant.attempt;
+  req.fencing_token = grant.token;
+  req.idempotency_key = idempotency_key(id);
+  req.payload = grant.payload;
+  req.deadline = now + grant.timeout;
+  const std::uint64_t token = grant.token;
+  Active a;
+  a.grant = std::move(grant);
+  a.lease_deadline = deadline;
+  active_.emplace(id, std::move(a));
+  arm_deadline(id);
+  {
+    Alive alive = alive_;
+    active_[id].timeout_timer = timers_.after(req.deadline - now, [this, alive, id, token] {
+      if (*alive) on_timeout(id, token);
+    });
+  }
+  if (config_.bugs.ack_before_effect) {
+    // Planted bug: success is reported before the side effect is known.
+    Report rep;
+    rep.item = wire::WireCompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
+    reports_[id] = std::move(rep);
+    flush_reports();
+  }
+  Alive alive = alive_;
+  const RunHandle h = runner_.start(std::move(req), [this, alive, id, token](RunOutcome o) {
+    if (*alive) on_run_done(id, token, std::move(o));
+  });
+  auto it = active_.find(id);
+  if (it != active_.end() && it->second.grant.token == token) {
+    it->second.handle = h;
+    it->second.started = true;
+  }
+}
+
+void Worker::arm_deadline(const RunId& id) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  Active& a = it->second;
+  if (a.deadline_timer) timers_.cancel(*a.deadline_timer);
+  Alive alive = alive_;
+  a.deadline_timer = timers_.after(a.lease_deadline - clock_.now(), [this, alive, id] {
+    if (*alive) on_deadline(id);
+  });
+}
+
+void Worker::on_deadline(const RunId& id) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  Active& a = it->second;
+  a.deadline_timer.reset();
+  if (clock_.now() < a.lease_deadline) {
+    arm_deadline(id);
+    return;
+  }
+  if (a.lost) return;
+  a.lost = true;
+  Event e;
+  e.kind = "worker.lease_deadline";
+  e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal).with("token", a.grant.token);
+  record(std::move(e));
+  if (a.started) runner_.stop(a.handle);
+}
+
+void Worker::on_timeout(const RunId& id, std::uint64_t token) {
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second.grant.token != token) return;
+  Active& a = it->second;
+  a.timeout_timer.reset();
+  if (a.lost || a.timed_out) return;
+  a.timed_out = true;
+  Event e;
+  e.kind = "worker.run_timeout";
+  e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal)
+      .with("token", token).with("timeout", a.grant.timeout);
+  record(std::move(e));
+  if (a.started) runner_.stop(a.handle);
+}
+
+void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcome) {
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second.grant.token != token) return;
+  Active a = std::move(it->second);
+  active_.erase(it);
+  if (a.deadline_timer) timers_.cancel(*a.deadline_timer);
+  if (a.timeout_timer) timers_.cancel(*a.timeout_timer);
+  if (a.timed_out && outcome.status == RunStatus::kStopped) {
+    outcome.status = RunStatus::kTimedOut;  // stopped by the job's own timeout
+    outcome.detail = "timed out";
+  }
+  const bool late = clock_.now() >= a.lease_deadline;
+  if (a.lost || late) {
+    Event e;
+    e.kind = "worker.report_dropped";
+    e.with("job", id.job_id)
+        .with("incarnation", id.incarnation)
+        .with("nominal", id.nominal)
+        .with("token", token)
+        .with("reason", std::string(a.lost ? "lease lost" : "past lease deadline"));
+    record(std::move(e));
+  } else if (!config_.bugs.ack_before_effect) {
+    if (config_.crash_point && config_.crash_point("effect-before-complete")) return;
+    Report rep;
+    rep.item = wire::WireCompleteItem{id, token, outcome.status, outcome.exit_code,
+                                      outcome.detail.substr(0, kMaxDetailSize)};
+    reports_[id] = std::move(rep);
+    flush_reports();
+  }
+  maybe_claim();
+}
+
+// ---------------------------------------------------------------------------
+// Heartbeats.
+
+void Worker::heartbeat() {
+  Alive alive = alive_;
+  heartbeat_timer_ = timers_.after(config_.lease.heartbeat_period, [this, alive] {
+    if (*alive) heartbeat();
+  });
+  std::vector<wire::WireRenewItem> items;
+  for (const auto& [id, a] : active_) {
+    if (a.lost || items.size() >= wire::kMaxBatch) continue;
+    items.push_back({id, a.grant.token});
+  }
+  if (items.empty()) return;
+  wire::RenewRequest req;
+  req.request_id = next_request_id();
+  req.worker_id = config_.worker_id;
+  req.items = items;
+  const std::uint64_t rid = req.request_id;
+  renews_[rid] = {clock_.now(), std::move(items)};
+  timers_.after(config_.lease.rpc_timeout + config_.lease.heartbeat_period, [this, alive, rid] {
+    if (*alive) renews_.erase(rid);
+  });
+  send(req);
+}
+
+void Worker::on_renew_response(const wire::RenewResponse& response) {
+  auto rit = renews_.find(response.request_id);
+  if (rit == renews_.end()) return;
+  auto [sent, items] = std::move(rit->second);
+  renews_.erase(rit);
+  if (response.results.size() != items.size()) return;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto it = active_.find(items[i].run);
+    if (it == active_.end() || it->second.grant.token != items[i].token || it->second.lost) continue;
+    Active& a = it->second;
+    const auto& v = response.results[i];
+    if (v.verdict == WriteVerdict::kAccepted) {
+      const absl::Time d = lease_deadline(sent, v.lease_ttl, config_.lease.max_drift_ppm, config_.lease.margin);
+      if (d > a.lease_deadline) {
+        a.lease_deadline = d;
+        arm_deadline(items[i].run);
+      }
+      metrics_.counter("kairos_worker_renewals_total").add();
+    } else {
+      a.lost = true;
+      Event e;
+      e.kind = "worker.lease_lost";
+      e.with("job", items[i].run.job_id)
+          .with("incarnation", items[i].run.incarnation)
+          .with("nominal", items[i].run.nominal)
+          .with("token", items[i].token)
+          .with("reason", std::string(to_string(v.verdict)));
+      record(std::move(e));
+      if (a.started) runner_.stop(a.handle);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Completion reports.
+
+void Worker::flush_reports() {
+  if (stopped_ || complete_ || flush_timer_ || reports_.empty()) return;
+  wire::CompleteRequest req;
+  req.request_id = next_request_id();
+  req.worker_id = config_.worker_id;
+  complete_items_.clear();
+  for (auto& [id, rep] : reports_) {
+    if (req.items.size() >= wire::kMaxBatch) break;
+    ++rep.attempts;
+    req.items.push_back(rep.item);
+    complete_items_.push_back(id);
+  }
+  Alive alive = alive_;
+  const std::uint64_t rid = req.request_id;
+  Outstanding o;
+  o.request_id = rid;
+  o.sent = clock_.now();
+  o.timer = timers_.after(config_.lease.rpc_timeout, [this, alive, rid] {
+    if (!*alive || !complete_ || complete_->request_id != rid) return;
+    complete_.reset();
+    rotate_node();
+    std::uint32_t worst = 0;
+    for (const RunId& id : complete_items_) {
+      auto it = reports_.find(id);
+      if (it == reports_.end()) continue;
+      if (it->second.attempts >= config_.max_report_attempts) {
+        Event e;
+        e.kind = "worker.report_abandoned";
+        e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal)
+            .with("token", it->second.item.token);
+        record(std::move(e));
+        reports_.erase(it);
+        continue;
+      }
+      worst = std::max(worst, it->second.attempts);
+    }
+    flush_timer_ = timers_.after(backoff(worst), [this, alive] {
+      if (!*alive) return;
+      flush_timer_.reset();
+      flush_reports();
+    });
+  });
+  complete_ = o;
+  send(req);
+}
+
+void Worker::on_complete_response(const wire::CompleteResponse& response) {
+  if (!complete_ || complete_->request_id != response.request_id) return;
+  if (response.results.size() != complete_items_.size()) return;
+  timers_.cancel(complete_->timer);
+  complete_.reset();
+  for (std::size_t i = 0; i < complete_items_.size(); ++i) {
+    const RunId& id = complete_items_[i];
+    auto it = reports_.find(id);
+    if (it == reports_.end()) continue;
+    const auto& v = response.results[i];
+    Event e;
+    e.kind = v.verdict == WriteVerdict::kAccepted ? "worker.report_accepted" : "worker.report_rejected";
+    e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal)
+        .with("token", it->second.item.token);
+    if (v.verdict != WriteVerdict::kAccepted) e.with("reason", v.reason);
+    record(std::move(e));
+    reports_.erase(it);
+  }
+  complete_items_.clear();
+  flush_reports();
+}
+
+}  // namespace kairos

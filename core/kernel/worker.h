@@ -1,0 +1,159 @@
+// Worker: pulls runs from scheduler nodes and executes them through a Runner.
+//
+// Purpose. The loop shared by `kairos worker` and the simulator's workers:
+// long-poll claims in batches, run each grant through the Runner, renew the
+// leases of running runs with batched heartbeats, and report outcomes in
+// batches. Everything runs on the worker's event loop (Timers); all I/O goes
+// through Transport and Runner.
+//
+// Lease deadline (the worker's own clock). For a grant, the worker may act
+// until  sent + lease_ttl x (1 - max_drift) - margin,  where `sent` is when it
+// *sent* the claim (or the last accepted renewal): the store started the lease
+// no earlier than that, and the worker's clock may run slow by max_drift. At
+// that deadline it stops the run (Runner::stop) and reports nothing as
+// success: after it the lease may have lapsed and another worker may hold a
+// newer token. A renewal rejected with a stale token stops the run the same
+// way.
+//
+// Run timeout (issue 6). Separately, the job's own timeout bounds the run:
+// the worker stops it at  start + timeout  (its own clock; the Runner is also
+// given that deadline) and reports kTimedOut, which the retry policy treats as
+// a failure. So a run ends by min(lease deadline, start + timeout).
+//
+// Reports. A finished run is reported with its token; the report is retried
+// (same token; bounded, jittered backoff) until the node answers it
+// definitely (accepted or rejected). A worker never treats "no answer" as
+// "recorded" or as "failed".
+//
+// Duplicates. Responses are matched by request id; one the worker is not
+// waiting for (a duplicate, a replay, a late answer) is ignored.
+//
+// stop() is a crash: running attempts are abandoned (their runner outcomes
+// ignored), timers cancelled, state dropped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/ports/clock.h"
+#include "core/ports/event_log.h"
+#include "core/kernel/lease_config.h"
+#include "core/ports/metrics.h"
+#include "core/kernel/planted_bugs.h"
+#include "core/ports/random.h"
+#include "core/ports/runner.h"
+#include "core/ports/timers.h"
+#include "core/ports/transport.h"
+#include "core/kernel/wire.h"
+
+namespace kairos {
+
+struct WorkerConfig {
+  std::string worker_id;
+  std::vector<PeerId> nodes;  // scheduler nodes, tried in turn after a timeout
+  std::uint32_t max_concurrent = 4;
+  absl::Duration claim_wait = absl::Seconds(10);  // long-poll bound sent to the node
+  LeaseConfig lease;  // heartbeat_period, max_drift_ppm, margin, rpc_timeout
+  std::uint32_t max_report_attempts = 8;
+  absl::Duration retry_backoff_base = absl::Milliseconds(50);
+  absl::Duration retry_backoff_max = absl::Seconds(2);
+  PlantedBugs bugs;
+  // Simulator only; empty in production: see SchedulerNodeConfig::crash_point.
+  std::function<bool(std::string_view point)> crash_point;
+};
+// Errors name the field ("worker.max_concurrent: ...").
+absl::Status validate(const WorkerConfig& config);
+
+class Worker {
+ public:
+  Worker(const Clock& clock, Timers& timers, Transport& transport, Runner& runner, Random& random,
+         EventLog& events, Metrics& metrics, WorkerConfig config);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void start();
+  void stop();  // crash; construct a new Worker to restart
+
+  const std::string& id() const { return config_.worker_id; }
+  std::size_t running() const { return active_.size(); }
+  std::size_t pending_reports() const { return reports_.size(); }
+
+ private:
+  struct Active {
+    wire::WireGrant grant;
+    RunHandle handle = 0;
+    bool started = false;
+    absl::Time lease_deadline;
+    std::optional<TimerId> deadline_timer;
+    bool lost = false;  // stopped by deadline or rejected renewal: report nothing
+    // Per-run timeout (issue 6), separate from the lease: at start + the
+    // job's timeout the worker stops the run and reports kTimedOut.
+    std::optional<TimerId> timeout_timer;
+    bool timed_out = false;
+  };
+  struct Report {
+    wire::WireCompleteItem item;
+    std::uint32_t attempts = 0;
+  };
+  struct Outstanding {
+    std::uint64_t request_id = 0;
+    absl::Time sent;
+    TimerId timer = 0;
+  };
+  using Alive = std::shared_ptr<bool>;
+
+  void on_message(PeerId from, std::string_view bytes);
+  void maybe_claim();
+  void on_claim_response(wire::ClaimResponse response);
+  void start_run(wire::WireGrant grant, absl::Time sent);
+  void arm_deadline(const RunId& id);
+  void on_deadline(const RunId& id);
+  void on_timeout(const RunId& id, std::uint64_t token);
+  void on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcome);
+  void heartbeat();
+  void on_renew_response(const wire::RenewResponse& response);
+  void flush_reports();
+  void on_complete_response(const wire::CompleteResponse& response);
+  void send(const wire::Message& m);
+  void record(Event e);
+  void rotate_node();
+  absl::Duration backoff(std::uint32_t attempt);
+  std::uint64_t next_request_id() { return next_request_id_++; }
+
+  const Clock& clock_;
+  Timers& timers_;
+  Transport& transport_;
+  Runner& runner_;
+  Random& random_;
+  EventLog& events_;
+  Metrics& metrics_;
+  WorkerConfig config_;
+
+  Alive alive_;
+  bool started_ = false;
+  bool stopped_ = false;
+  std::size_t node_index_ = 0;
+  std::uint64_t next_request_id_ = 1;
+  std::optional<Outstanding> claim_;
+  std::uint32_t claim_failures_ = 0;
+  std::optional<TimerId> claim_retry_timer_;
+  std::optional<TimerId> heartbeat_timer_;
+  // Renewals in flight: request id -> (send time, runs and tokens).
+  std::map<std::uint64_t, std::pair<absl::Time, std::vector<wire::WireRenewItem>>> renews_;
+  std::optional<Outstanding> complete_;
+  std::vector<RunId> complete_items_;  // what the in-flight completion carries
+  std::optional<TimerId> flush_timer_;
+  std::map<RunId, Active> active_;
+  std::map<RunId, Report> reports_;
+};
+
+}  // namespace kairos

@@ -1,0 +1,485 @@
+// `kairos server`: a scheduler node with the embedded LMDB store and local
+// workers, in one process on one event loop.
+//
+// Wiring (docs/OPERATIONS.md). One io_context run by the main thread is the
+// event loop of everything: the SchedulerNode (core), N Workers (core) and
+// the ProcessRunner they share. The node and the workers talk through a
+// LoopbackHub, i.e. the real wire protocol without a socket; a later
+// `kairos worker` reaches the same node through a TCP transport instead, and
+// the HTTP API will call the node's job API on this loop. The store's writer
+// thread runs transaction bodies and posts results back to the loop. Events
+// of every component go, one line each, to stderr through LogEventLog (its
+// own writer thread), so a slow terminal never stalls the loop.
+//
+// Startup: validate flags (exit 2 naming the flag) -> open the store ->
+// health record -> record/check the shard count -> start the node and the
+// workers -> print the ready line on stdout -> with --demo, create the demo
+// job (idempotent: the same spec is not created twice).
+//
+// Shutdown on SIGINT/SIGTERM: the workers stop (their running attempts are
+// terminated: SIGTERM, SIGKILL after the grace, and their leases lapse, so a
+// restarted server re-runs them with a higher fencing token), then the node;
+// the store finishes every queued transaction durably while the node object
+// still exists (queued bodies refer to it), the log is flushed, exit 0.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "core/base/check.h"
+#include "core/kernel/job_store.h"
+#include "core/kernel/keyspace.h"
+#include "core/twins/loopback_transport.h"
+#include "core/ports/metrics.h"
+#include "core/ports/random.h"
+#include "core/kernel/scheduler_node.h"
+#include "core/kernel/worker.h"
+#include "prod/runtime/asio_runtime.h"
+#include "prod/cli/commands.h"
+#include "prod/store/lmdb_storage.h"
+#include "prod/log/log_event_log.h"
+#include "prod/runners/process_runner.h"
+
+namespace kairos::cli {
+namespace {
+
+constexpr const char* kServerUsage =
+    "usage: kairos server --data-dir DIR [--map-size BYTES] [--node-id ID]\n"
+    "                     [--shards N] [--workers N] [--demo [--demo-every SECONDS]]\n"
+    "\n"
+    "Runs a scheduler node with the embedded LMDB store in DIR (created if\n"
+    "missing) and N local workers that run jobs as child processes. Events are\n"
+    "logged to stderr, one line each. Stops cleanly on SIGINT or SIGTERM.\n"
+    "\n"
+    "options:\n"
+    "  --data-dir DIR        the store's directory (required)\n"
+    "  --map-size BYTES      initial LMDB map size; it grows on demand\n"
+    "                        (default 67108864, suffixes K, M, G allowed)\n"
+    "  --node-id ID          this node's name in leader records and logs\n"
+    "                        (default: the host name)\n"
+    "  --shards N            shard count, fixed when the store is created\n"
+    "                        (default 8, at most 4096)\n"
+    "  --workers N           local workers, each running up to 4 jobs at once\n"
+    "                        (default 2; 0 runs no jobs here)\n"
+    "  --demo                create the demo job 'demo-hello' (every 10 s, UTC)\n"
+    "                        if it does not exist yet\n"
+    "  --demo-every SECONDS  the demo job's period instead of 10: a divisor of\n"
+    "                        60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30); for tests\n"
+    "  --help                show this text\n";
+
+// In the 0x00 store-metadata range that core/kernel/keyspace.h reserves; the LMDB
+// adapter keeps its own schema record apart, in its meta database.
+constexpr std::string_view kHealthKey{"\x00kairos.server_health", 21};
+
+constexpr std::string_view kDemoJobId = "demo-hello";
+constexpr std::string_view kDemoScript =
+    "echo \"hello from kairos: key=$KAIROS_IDEMPOTENCY_KEY token=$KAIROS_FENCING_TOKEN\"";
+constexpr std::uint32_t kMaxLocalWorkers = 64;
+// How long shutdown waits for terminated jobs beyond the kill grace.
+constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
+
+struct ServerFlags {
+  std::string data_dir;
+  std::size_t map_size = std::size_t{64} << 20;
+  std::string node_id;
+  std::uint32_t shards = 8;
+  std::uint32_t workers = 2;
+  bool demo = false;
+  std::uint32_t demo_every = 10;
+  bool demo_every_given = false;
+};
+
+std::optional<std::size_t> parse_size(std::string_view text) {
+  std::size_t multiplier = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': multiplier = std::size_t{1} << 10; break;
+      case 'M': case 'm': multiplier = std::size_t{1} << 20; break;
+      case 'G': case 'g': multiplier = std::size_t{1} << 30; break;
+      default: break;
+    }
+    if (multiplier != 1) text.remove_suffix(1);
+  }
+  std::size_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || value == 0)
+    return std::nullopt;
+  if (value > SIZE_MAX / multiplier) return std::nullopt;
+  return value * multiplier;
+}
+
+std::optional<std::uint32_t> parse_u32(std::string_view text) {
+  std::uint32_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+int bad_value(std::string_view flag, std::string_view expected, std::string_view got) {
+  std::fprintf(stderr, "kairos server: flag %.*s: expected %.*s, got '%.*s'\n",
+               static_cast<int>(flag.size()), flag.data(), static_cast<int>(expected.size()),
+               expected.data(), static_cast<int>(got.size()), got.data());
+  return 2;
+}
+
+// Returns the exit code when parsing ends the command (help, bad usage).
+std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::optional<std::string_view> inline_value;
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kServerUsage, stdout);
+      return 0;
+    }
+    if (arg == "--demo") {
+      if (inline_value) return bad_value(arg, "no value", *inline_value);
+      flags.demo = true;
+      continue;
+    }
+    if (arg != "--data-dir" && arg != "--map-size" && arg != "--node-id" && arg != "--shards" &&
+        arg != "--workers" && arg != "--demo-every") {
+      std::fprintf(stderr, "kairos server: unknown flag '%.*s'\n\n%s", static_cast<int>(arg.size()),
+                   arg.data(), kServerUsage);
+      return 2;
+    }
+    std::string_view value;
+    if (inline_value) {
+      value = *inline_value;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      std::fprintf(stderr, "kairos server: flag %.*s needs a value\n\n%s",
+                   static_cast<int>(arg.size()), arg.data(), kServerUsage);
+      return 2;
+    }
+    if (arg == "--data-dir") {
+      if (value.empty()) {
+        std::fputs("kairos server: flag --data-dir needs a non-empty directory\n", stderr);
+        return 2;
+      }
+      flags.data_dir = std::string(value);
+    } else if (arg == "--map-size") {
+      const auto size = parse_size(value);
+      if (!size) return bad_value(arg, "a positive byte count such as 1073741824 or 1G", value);
+      flags.map_size = *size;
+    } else if (arg == "--node-id") {
+      if (value.empty() || value.size() > kMaxWorkerIdSize ||
+          value.find_first_of(" \t\r\n\"=\\") != std::string_view::npos)
+        return bad_value(arg, "1..200 bytes without spaces, quotes, '=' or '\\'", value);
+      flags.node_id = std::string(value);
+    } else if (arg == "--shards") {
+      const auto n = parse_u32(value);
+      if (!n || *n < 1 || *n > keys::kMaxShards)
+        return bad_value(arg, absl::StrCat("an integer in [1, ", keys::kMaxShards, "]"), value);
+      flags.shards = *n;
+    } else if (arg == "--workers") {
+      const auto n = parse_u32(value);
+      if (!n || *n > kMaxLocalWorkers)
+        return bad_value(arg, absl::StrCat("an integer in [0, ", kMaxLocalWorkers, "]"), value);
+      flags.workers = *n;
+    } else {  // --demo-every
+      const auto n = parse_u32(value);
+      if (!n || *n < 1 || *n > 30 || 60 % *n != 0)
+        return bad_value(arg, "a number of seconds that divides 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)",
+                         value);
+      flags.demo_every = *n;
+      flags.demo_every_given = true;
+    }
+  }
+  if (flags.data_dir.empty()) {
+    std::fprintf(stderr, "kairos server: flag --data-dir is required\n\n%s", kServerUsage);
+    return 2;
+  }
+  if (flags.demo_every_given && !flags.demo) {
+    std::fputs("kairos server: flag --demo-every: only meaningful with --demo\n", stderr);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+std::string default_node_id() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "kairos";
+  std::string id(host);
+  for (char& c : id)
+    if (c == ' ' || c == '"' || c == '=' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  if (id.size() > kMaxWorkerIdSize) id.resize(kMaxWorkerIdSize);
+  return id;
+}
+
+// Runs one transaction to its result on the loop (startup only: the loop is
+// not yet serving anything else).
+TxnResult transact_now(boost::asio::io_context& io, Storage& store, TxnBody body,
+                       TxnMode mode = TxnMode::kReadWrite) {
+  std::optional<TxnResult> result;
+  store.transact(std::move(body), [&](TxnResult r) { result = std::move(r); }, mode);
+  while (!result && io.run_one() > 0) {
+  }
+  KAIROS_CHECK(result.has_value());
+  return std::move(*result);
+}
+
+// Writes the health record and reads it back through real transactions.
+absl::Status check_health(boost::asio::io_context& io, Storage& store, const Clock& clock) {
+  const std::string stamp = absl::FormatTime(absl::RFC3339_full, clock.now(), absl::UTCTimeZone());
+  TxnResult wrote = transact_now(io, store, [stamp](Txn& t) {
+    t.put(kHealthKey, stamp);
+    return absl::OkStatus();
+  });
+  if (!wrote.committed())
+    return absl::UnavailableError(absl::StrFormat("health record write: %s", wrote.status.ToString()));
+  auto seen = std::make_shared<std::optional<std::string>>();
+  TxnResult read = transact_now(
+      io, store,
+      [seen](Txn& t) {
+        *seen = t.get(kHealthKey);
+        return absl::OkStatus();
+      },
+      TxnMode::kReadOnly);
+  if (!read.committed())
+    return absl::UnavailableError(absl::StrFormat("health record read: %s", read.status.ToString()));
+  if (*seen != stamp) return absl::DataLossError("health record read back differs");
+  return absl::OkStatus();
+}
+
+// Records the shard count in a new store, or checks it against an old one.
+absl::Status check_shards(boost::asio::io_context& io, Storage& store, std::uint32_t shards) {
+  auto job_store = std::make_shared<JobStore>(shards);
+  TxnResult r = transact_now(io, store, [job_store](Txn& t) { return job_store->init(t); });
+  if (r.committed()) return absl::OkStatus();
+  if (r.outcome == CommitOutcome::kAborted)
+    return absl::FailedPreconditionError(
+        absl::StrCat("flag --shards: ", r.status.message(),
+                     "; start with --shards matching the store"));
+  return absl::UnavailableError(absl::StrCat("recording the shard count: ", r.status.ToString()));
+}
+
+JobSpec demo_job_spec(std::uint32_t every_seconds) {
+  JobSpec spec;
+  spec.id = std::string(kDemoJobId);
+  spec.schedule.kind = ScheduleSpec::Kind::kCron;
+  spec.schedule.cron = absl::StrCat("*/", every_seconds, " * * * * *");
+  spec.schedule.zone = "UTC";
+  spec.payload = CommandPayload{{"/bin/sh", "-c", std::string(kDemoScript)}, {}, {}};
+  spec.policy.timeout = absl::Seconds(30);
+  return spec;
+}
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string_view status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::kSucceeded: return "succeeded";
+    case RunStatus::kFailed: return "failed";
+    case RunStatus::kFailedPermanent: return "failed_permanent";
+    case RunStatus::kTimedOut: return "timed_out";
+    case RunStatus::kStopped: return "stopped";
+  }
+  return "unknown";
+}
+
+// Everything that lives on the loop, in construction order; destroyed in
+// reverse, after shutdown() has stopped it.
+struct Server {
+  boost::asio::io_context& io;
+  SystemClock clock;
+  AsioTimers timers{io};
+  LogEventLog log;
+  Metrics metrics;
+  std::unique_ptr<LmdbStorage> store;
+  std::optional<ProcessRunner> runner;
+  std::optional<LoopbackHub> hub;
+  std::unique_ptr<LoopbackHub::Endpoint> node_endpoint;
+  std::unique_ptr<Random> node_random;
+  std::unique_ptr<SchedulerNode> node;
+  struct LocalWorker {
+    std::unique_ptr<LoopbackHub::Endpoint> endpoint;
+    std::unique_ptr<Random> random;
+    std::unique_ptr<Worker> worker;
+  };
+  std::vector<LocalWorker> workers;
+
+  explicit Server(boost::asio::io_context& loop) : io(loop) {}
+
+  void note(std::string_view kind, std::vector<EventField> fields = {}) {
+    Event e;
+    e.at = clock.now();
+    e.kind = kind;
+    e.fields = std::move(fields);
+    log.record(std::move(e));
+  }
+
+  // Stops the workers and their jobs, then the node; waits (bounded) for the
+  // terminated processes; then lets the store finish what is queued.
+  void shutdown(absl::Duration kill_grace) {
+    for (auto& w : workers) w.worker->stop();
+    if (runner) runner->terminate_all();
+    const auto bound = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(absl::ToInt64Microseconds(kill_grace + kShutdownSlack));
+    io.restart();
+    while (runner && runner->running() > 0 && std::chrono::steady_clock::now() < bound)
+      io.run_one_for(std::chrono::milliseconds(50));
+    if (node) node->stop();
+    // Queued bodies refer to the node (its JobStore and config): the store
+    // must finish them while the node object still exists.
+    store.reset();
+    workers.clear();
+    node.reset();
+    runner.reset();  // kills (SIGKILL) and reaps anything that outlived the bound
+    node_endpoint.reset();
+    hub.reset();
+  }
+};
+
+}  // namespace
+
+int server_command(int argc, char** argv) {
+  ServerFlags flags;
+  if (auto code = parse_flags(argc, argv, flags)) return *code;
+  if (flags.node_id.empty()) flags.node_id = default_node_id();
+  ::signal(SIGPIPE, SIG_IGN);  // a closed log pipe is an error to count, not a reason to die
+
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);  // the store's writer posts results
+  Server server(io);
+
+  LmdbOptions options;
+  options.path = flags.data_dir;
+  options.initial_map_size = flags.map_size;
+  auto opened = LmdbStorage::Open(options, server.clock, server.timers);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(opened.status().message()).c_str());
+    return 1;
+  }
+  server.store = std::move(opened).value();
+  if (absl::Status health = check_health(io, *server.store, server.clock); !health.ok()) {
+    std::fprintf(stderr, "kairos server: store health check failed: %s\n", health.ToString().c_str());
+    return 1;
+  }
+  if (absl::Status shards = check_shards(io, *server.store, flags.shards); !shards.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(shards.message()).c_str());
+    return shards.code() == absl::StatusCode::kFailedPrecondition ? 2 : 1;
+  }
+
+  SchedulerNodeConfig node_config;
+  node_config.node_id = flags.node_id;
+  node_config.shard_count = flags.shards;
+  node_config.poll_interval = absl::Seconds(1);
+  // The grace between SIGTERM and SIGKILL stays within the lease margin, so a
+  // job stopped at its worker's lease deadline is gone before the lease lapses.
+  ProcessRunnerOptions runner_options;
+  runner_options.kill_grace = node_config.lease.margin / 2;
+  runner_options.on_start = [&server](const RunRequest& r, pid_t pid) {
+    server.note("process.started", {{"job", r.job_id},
+                                    {"nominal", r.nominal_time},
+                                    {"attempt", static_cast<std::uint64_t>(r.attempt)},
+                                    {"token", r.fencing_token},
+                                    {"pid", static_cast<std::int64_t>(pid)}});
+  };
+  runner_options.on_exit = [&server](const ProcessExit& x) {
+    std::vector<EventField> f{{"job", x.request->job_id},
+                              {"nominal", x.request->nominal_time},
+                              {"attempt", static_cast<std::uint64_t>(x.request->attempt)},
+                              {"token", x.request->fencing_token},
+                              {"pid", static_cast<std::int64_t>(x.pid)},
+                              {"status", std::string(status_name(x.outcome.status))},
+                              {"exit_code", static_cast<std::int64_t>(x.outcome.exit_code)},
+                              {"elapsed", x.elapsed}};
+    std::string output = x.output_tail;
+    while (!output.empty() && output.back() == '\n') output.pop_back();
+    if (!output.empty()) f.push_back({"output", std::move(output)});
+    if (x.pid == 0) f.push_back({"detail", x.outcome.detail});
+    server.note("process.exited", std::move(f));
+  };
+  const absl::Duration kill_grace = runner_options.kill_grace;
+  server.runner.emplace(io, server.timers, server.clock, std::move(runner_options));
+  server.hub.emplace(server.timers);
+  server.node_endpoint = server.hub->connect();
+  server.node_random = std::make_unique<Random>(fresh_seed());
+  server.node = std::make_unique<SchedulerNode>(server.clock, server.timers, *server.store,
+                                                *server.node_endpoint, *server.node_random,
+                                                server.log, server.metrics, node_config);
+  for (std::uint32_t i = 0; i < flags.workers; ++i) {
+    Server::LocalWorker w;
+    w.endpoint = server.hub->connect();
+    w.random = std::make_unique<Random>(fresh_seed());
+    WorkerConfig wc;
+    wc.worker_id = absl::StrCat(flags.node_id, "/w", i + 1);
+    wc.nodes = {server.node_endpoint->id()};
+    wc.lease = node_config.lease;
+    w.worker = std::make_unique<Worker>(server.clock, server.timers, *w.endpoint, *server.runner,
+                                        *w.random, server.log, server.metrics, std::move(wc));
+    server.workers.push_back(std::move(w));
+  }
+
+  server.node->start();
+  for (auto& w : server.workers) w.worker->start();
+  server.note("server.started", {{"node", flags.node_id},
+                                 {"store", server.store->path()},
+                                 {"shards", static_cast<std::uint64_t>(flags.shards)},
+                                 {"workers", static_cast<std::uint64_t>(flags.workers)}});
+
+  if (flags.demo) {
+    server.node->create_job(
+        demo_job_spec(flags.demo_every), [&server](absl::StatusOr<CreateResult> r) {
+          if (!r.ok()) {
+            server.note("server.demo_job", {{"job", std::string(kDemoJobId)},
+                                            {"result", std::string("error")},
+                                            {"error", std::string(r.status().message())}});
+            return;
+          }
+          std::vector<EventField> f{{"job", std::string(kDemoJobId)},
+                                    {"result", std::string(r->created ? "created" : "exists")},
+                                    {"incarnation", r->job.incarnation}};
+          if (r->job.next_due_at) f.push_back({"next_due", *r->job.next_due_at});
+          server.note("server.demo_job", std::move(f));
+        });
+  }
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  int received = 0;
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    received = signal;
+    io.stop();
+  });
+  std::printf("kairos server: ready (store: lmdb at %s, schema v%u)\n", server.store->path().c_str(),
+              server.store->schema_version());
+  std::fflush(stdout);
+  io.run();
+
+  std::fprintf(stderr, "kairos server: %s received, stopping\n",
+               received == SIGINT ? "SIGINT" : "SIGTERM");
+  server.note("server.stopping", {{"signal", std::string(received == SIGINT ? "SIGINT" : "SIGTERM")}});
+  signals.cancel();
+  server.shutdown(kill_grace);
+  work.reset();
+  server.note("server.stopped");
+  server.log.flush();
+  std::fputs("kairos server: stopped\n", stderr);
+  return 0;
+}
+
+}  // namespace kairos::cli

@@ -1,0 +1,142 @@
+// ProcessRunner: runs a job's CommandPayload as a child process.
+//
+// Purpose. The production Runner (core/ports/runner.h) for command jobs. Each
+// attempt is one child process started from an argv vector (never through a
+// shell: argv[0] is the program, found on the server's PATH when it has no
+// '/'), in its own process group, with
+//   environment = the server's environment
+//               + the payload's env (overrides the server's)
+//               + KAIROS_IDEMPOTENCY_KEY, KAIROS_FENCING_TOKEN, KAIROS_JOB_ID,
+//                 KAIROS_INCARNATION, KAIROS_NOMINAL_TIME (RFC 3339, UTC) and
+//                 KAIROS_ATTEMPT (these override both; a job cannot be given
+//                 a forged token),
+//   working directory = payload.working_dir, else options.working_dir, else
+//                 the server's,
+//   stdin = /dev/null; stdout and stderr = one pipe the runner reads.
+//
+// Outcomes (delivered through `done`, exactly once, on the loop, never inside
+// start() or stop()):
+//   exit 0                              -> kSucceeded
+//   exit N != 0                         -> kFailed, exit_code N
+//   killed by a signal nobody here sent -> kFailed, exit_code 128 + signal
+//   the program cannot be executed (missing, not executable, not a
+//   program, bad working directory)     -> kFailedPermanent
+//   fork/exec failed for lack of resources (EAGAIN, ENOMEM, EMFILE)
+//                                       -> kFailed (a retry may work)
+//   request.deadline reached            -> kTimedOut
+//   stop()                              -> kStopped (or the real outcome if
+//                                          the process had already exited)
+//   HttpPayload                         -> kFailedPermanent: "http runner not
+//                                          available in this build"
+// `detail` says what happened ("exited with code 3", "killed by SIGKILL at
+// the deadline", ...) followed by the last options.output_tail_bytes bytes of
+// the combined stdout/stderr. If options.on_exit is set it receives the same
+// facts for logging.
+//
+// Stopping. At the deadline, or on stop(), the whole process group gets
+// SIGTERM, then SIGKILL options.kill_grace later if anything is left. The
+// deadline is met: SIGTERM is sent kill_grace before request.deadline (or at
+// once when less is left), SIGKILL at the deadline. A stop() is finished at
+// most kill_grace after it was asked; keep kill_grace below the lease margin
+// (LeaseConfig::margin) so a stopped attempt is gone before its lease lapses.
+// `done` is called only after the process was reaped, so a reported attempt
+// is really over. When the main process exits on its own, anything it left
+// running in its process group is killed too (a run's side effects must not
+// outlive its report); a job that means to leave a daemon behind must put it
+// in its own session.
+//
+// Reaping never blocks the loop: each child has a pidfd (Linux >= 5.3)
+// watched by the io_context; where pidfd_open is unavailable the runner polls
+// with waitid(WNOHANG | WNOWAIT) every 20 ms. The child is reaped only after
+// its group was signalled, so a process group id is never signalled after it
+// could have been reused.
+//
+// Threading. Everything (constructor, start, stop, terminate_all, destructor)
+// runs on the loop thread that runs `io`; `timers` must post to that loop.
+// The destructor kills (SIGKILL) and reaps, blocking briefly, whatever is
+// still running; outcomes of those attempts are never delivered.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "absl/time/time.h"
+#include "core/ports/clock.h"
+#include "core/ports/runner.h"
+#include "core/ports/timers.h"
+
+namespace kairos {
+
+struct ProcessExit {
+  const RunRequest* request = nullptr;  // valid during the call only
+  pid_t pid = 0;                        // 0 when the process never started
+  RunOutcome outcome;
+  std::string output_tail;  // the last bytes of stdout+stderr
+  absl::Duration elapsed;
+};
+
+struct ProcessRunnerOptions {
+  // SIGTERM -> SIGKILL grace, and how long before the deadline SIGTERM goes.
+  absl::Duration kill_grace = absl::Seconds(1);
+  // How much of the combined stdout/stderr to keep (the last bytes).
+  std::size_t output_tail_bytes = 1024;
+  // Default working directory for payloads without one; empty: the server's.
+  std::string working_dir;
+  // Called on the loop when a process started / finished (for logs).
+  std::function<void(const RunRequest&, pid_t)> on_start;
+  std::function<void(const ProcessExit&)> on_exit;
+};
+
+class ProcessRunner final : public Runner {
+ public:
+  ProcessRunner(boost::asio::io_context& io, Timers& timers, const Clock& clock,
+                ProcessRunnerOptions options = {});
+  ~ProcessRunner() override;
+  ProcessRunner(const ProcessRunner&) = delete;
+  ProcessRunner& operator=(const ProcessRunner&) = delete;
+
+  RunHandle start(RunRequest request, std::function<void(RunOutcome)> done) override;
+  void stop(RunHandle handle) override;
+
+  // Shutdown: stop() every running attempt. Their outcomes (kStopped) are
+  // delivered as usual; running() drops to 0 within kill_grace plus the time
+  // the kernel needs to deliver SIGKILL.
+  void terminate_all();
+
+  // Attempts started and not yet reported.
+  std::size_t running() const { return procs_.size(); }
+
+ private:
+  struct Proc;
+  using ProcPtr = std::shared_ptr<Proc>;
+  enum class Kill : std::uint8_t { kNone, kDeadline, kStop };
+
+  void fail_to_start(RunRequest request, std::function<void(RunOutcome)> done, RunStatus status,
+                     std::string detail);
+  void watch_output(const ProcPtr& p);
+  void watch_exit(const ProcPtr& p);
+  void poll_exit(const ProcPtr& p);
+  void on_exited(const ProcPtr& p);
+  void finish(const ProcPtr& p);
+  void begin_kill(const ProcPtr& p, Kill why, absl::Duration grace);
+  void drain_output(Proc& p);
+  void append_output(Proc& p, const char* data, std::size_t n);
+
+  boost::asio::io_context& io_;
+  Timers& timers_;
+  const Clock& clock_;
+  ProcessRunnerOptions options_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  RunHandle next_handle_ = 0;
+  std::map<RunHandle, ProcPtr> procs_;
+};
+
+}  // namespace kairos

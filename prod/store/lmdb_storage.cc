@@ -1,0 +1,644 @@
+#include "prod/store/lmdb_storage.h"
+
+#include <lmdb.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+
+namespace kairos {
+namespace {
+
+const char* lmdb_code_name(int rc) {
+  switch (rc) {
+    case MDB_KEYEXIST: return "MDB_KEYEXIST";
+    case MDB_NOTFOUND: return "MDB_NOTFOUND";
+    case MDB_PAGE_NOTFOUND: return "MDB_PAGE_NOTFOUND";
+    case MDB_CORRUPTED: return "MDB_CORRUPTED";
+    case MDB_PANIC: return "MDB_PANIC";
+    case MDB_VERSION_MISMATCH: return "MDB_VERSION_MISMATCH";
+    case MDB_INVALID: return "MDB_INVALID";
+    case MDB_MAP_FULL: return "MDB_MAP_FULL";
+    case MDB_DBS_FULL: return "MDB_DBS_FULL";
+    case MDB_READERS_FULL: return "MDB_READERS_FULL";
+    case MDB_TLS_FULL: return "MDB_TLS_FULL";
+    case MDB_TXN_FULL: return "MDB_TXN_FULL";
+    case MDB_CURSOR_FULL: return "MDB_CURSOR_FULL";
+    case MDB_PAGE_FULL: return "MDB_PAGE_FULL";
+    case MDB_MAP_RESIZED: return "MDB_MAP_RESIZED";
+    case MDB_INCOMPATIBLE: return "MDB_INCOMPATIBLE";
+    case MDB_BAD_RSLOT: return "MDB_BAD_RSLOT";
+    case MDB_BAD_TXN: return "MDB_BAD_TXN";
+    case MDB_BAD_VALSIZE: return "MDB_BAD_VALSIZE";
+    case MDB_BAD_DBI: return "MDB_BAD_DBI";
+    case ENOENT: return "ENOENT";
+    case EACCES: return "EACCES";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case ENOSPC: return "ENOSPC";
+    case EIO: return "EIO";
+    case EINVAL: return "EINVAL";
+    case EROFS: return "EROFS";
+    default: return "errno";
+  }
+}
+
+absl::StatusCode lmdb_status_code(int rc) {
+  switch (rc) {
+    case MDB_NOTFOUND:
+    case ENOENT: return absl::StatusCode::kNotFound;
+    case MDB_KEYEXIST: return absl::StatusCode::kAlreadyExists;
+    case MDB_PAGE_NOTFOUND:
+    case MDB_CORRUPTED:
+    case MDB_PANIC:
+    case EIO: return absl::StatusCode::kDataLoss;
+    case MDB_VERSION_MISMATCH:
+    case MDB_INVALID:
+    case MDB_INCOMPATIBLE: return absl::StatusCode::kFailedPrecondition;
+    case MDB_MAP_FULL:
+    case MDB_DBS_FULL:
+    case MDB_READERS_FULL:
+    case MDB_TLS_FULL:
+    case MDB_TXN_FULL:
+    case MDB_CURSOR_FULL:
+    case MDB_PAGE_FULL:
+    case ENOMEM:
+    case ENOSPC: return absl::StatusCode::kResourceExhausted;
+    case MDB_MAP_RESIZED:
+    case EAGAIN: return absl::StatusCode::kUnavailable;
+    case EACCES:
+    case EROFS: return absl::StatusCode::kPermissionDenied;
+    case EINVAL:
+    case MDB_BAD_RSLOT:
+    case MDB_BAD_TXN:
+    case MDB_BAD_VALSIZE:
+    case MDB_BAD_DBI: return absl::StatusCode::kInternal;
+    default: return absl::StatusCode::kUnknown;
+  }
+}
+
+MDB_val to_val(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+std::string_view from_val(const MDB_val& v) {
+  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
+}
+
+// An LMDB transaction handle: aborted in the destructor unless committed.
+class TxnHandle {
+ public:
+  TxnHandle() = default;
+  ~TxnHandle() { abort(); }
+  TxnHandle(const TxnHandle&) = delete;
+  TxnHandle& operator=(const TxnHandle&) = delete;
+
+  int begin(MDB_env* env, MDB_txn* parent, unsigned flags) {
+    KAIROS_CHECK(txn_ == nullptr);
+    return mdb_txn_begin(env, parent, flags, &txn_);
+  }
+  // LMDB frees the transaction whether or not the commit succeeds.
+  int commit() {
+    KAIROS_CHECK(txn_ != nullptr);
+    MDB_txn* t = std::exchange(txn_, nullptr);
+    return mdb_txn_commit(t);
+  }
+  void abort() {
+    if (txn_ != nullptr) mdb_txn_abort(std::exchange(txn_, nullptr));
+  }
+  MDB_txn* get() const { return txn_; }
+
+ private:
+  MDB_txn* txn_ = nullptr;
+};
+
+// A cursor, closed in the destructor (always before its transaction ends).
+class Cursor {
+ public:
+  Cursor() = default;
+  ~Cursor() {
+    if (cursor_ != nullptr) mdb_cursor_close(cursor_);
+  }
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+  int open(MDB_txn* txn, MDB_dbi dbi) { return mdb_cursor_open(txn, dbi, &cursor_); }
+  MDB_cursor* get() const { return cursor_; }
+
+ private:
+  MDB_cursor* cursor_ = nullptr;
+};
+
+// The Txn a body sees. The first LMDB error dooms the transaction: later
+// reads return nothing, later writes are ignored, and the store reports the
+// error instead of committing.
+class LmdbTxn final : public Txn {
+ public:
+  LmdbTxn(MDB_txn* txn, MDB_dbi dbi, absl::Time now, TxnMode mode)
+      : txn_(txn), dbi_(dbi), now_(now), mode_(mode) {}
+
+  absl::Time now() const override { return now_; }
+
+  std::optional<std::string> get(std::string_view key) override {
+    check_key(key);
+    if (doomed()) return std::nullopt;
+    MDB_val k = to_val(key);
+    MDB_val v;
+    const int rc = mdb_get(txn_, dbi_, &k, &v);
+    if (rc == MDB_NOTFOUND) return std::nullopt;
+    if (rc != 0) {
+      doom("mdb_get", rc);
+      return std::nullopt;
+    }
+    return std::string(from_val(v));
+  }
+
+  std::vector<KeyValue> scan(std::string_view begin, std::string_view end, std::size_t limit,
+                             Direction direction) override {
+    KAIROS_CHECK(limit > 0);
+    std::vector<KeyValue> out;
+    if (doomed() || (!end.empty() && end <= begin)) return out;
+    Cursor cursor;
+    int rc = cursor.open(txn_, dbi_);
+    if (rc != 0) {
+      doom("mdb_cursor_open", rc);
+      return out;
+    }
+    MDB_val k, v;
+    if (direction == Direction::kForward) {
+      rc = position_at_or_after(cursor.get(), begin, &k, &v);
+      while (rc == 0 && out.size() < limit) {
+        const std::string_view key = from_val(k);
+        if (!end.empty() && key >= end) break;
+        out.push_back({std::string(key), std::string(from_val(v))});
+        rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_NEXT);
+      }
+    } else {
+      if (end.empty()) {
+        rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_LAST);
+      } else {
+        rc = position_at_or_after(cursor.get(), end, &k, &v);
+        if (rc == 0) {
+          rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_PREV);  // first key < end
+        } else if (rc == MDB_NOTFOUND) {
+          rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_LAST);  // every key < end
+        }
+      }
+      while (rc == 0 && out.size() < limit) {
+        const std::string_view key = from_val(k);
+        if (key < begin) break;
+        out.push_back({std::string(key), std::string(from_val(v))});
+        rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_PREV);
+      }
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) doom("mdb_cursor_get in scan", rc);
+    return out;
+  }
+
+  void put(std::string_view key, std::string_view value) override {
+    check_write(key);
+    KAIROS_CHECK_MSG(value.size() <= kMaxValueSize, "value larger than kMaxValueSize");
+    if (doomed()) return;
+    MDB_val k = to_val(key);
+    MDB_val v = to_val(value);
+    const int rc = mdb_put(txn_, dbi_, &k, &v, 0);
+    if (rc != 0) doom("mdb_put in transaction", rc);
+  }
+
+  void erase(std::string_view key) override {
+    check_write(key);
+    if (doomed()) return;
+    MDB_val k = to_val(key);
+    const int rc = mdb_del(txn_, dbi_, &k, nullptr);
+    if (rc != 0 && rc != MDB_NOTFOUND) doom("mdb_del in transaction", rc);
+  }
+
+  void erase_range(std::string_view begin, std::string_view end) override {
+    KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
+    if (doomed() || (!end.empty() && end <= begin)) return;
+    Cursor cursor;
+    int rc = cursor.open(txn_, dbi_);
+    if (rc != 0) {
+      doom("mdb_cursor_open", rc);
+      return;
+    }
+    MDB_val k, v;
+    // Everything below the cursor is gone, so re-seeking `begin` after each
+    // delete finds the next victim without relying on cursor-after-delete
+    // semantics.
+    for (;;) {
+      rc = position_at_or_after(cursor.get(), begin, &k, &v);
+      if (rc != 0) break;
+      if (!end.empty() && from_val(k) >= end) break;
+      rc = mdb_cursor_del(cursor.get(), 0);
+      if (rc != 0) break;
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) doom("mdb_cursor_del in erase_range", rc);
+  }
+
+  bool doomed() const { return rc_ != 0; }
+  int error_code() const { return rc_; }
+  const absl::Status& error() const { return error_; }
+
+ private:
+  static void check_key(std::string_view key) {
+    KAIROS_CHECK_MSG(!key.empty() && key.size() <= kMaxKeySize, "key size out of range");
+  }
+  void check_write(std::string_view key) const {
+    KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
+    check_key(key);
+  }
+  static int position_at_or_after(MDB_cursor* c, std::string_view key, MDB_val* k, MDB_val* v) {
+    if (key.empty()) return mdb_cursor_get(c, k, v, MDB_FIRST);
+    *k = to_val(key);
+    return mdb_cursor_get(c, k, v, MDB_SET_RANGE);
+  }
+  void doom(std::string_view operation, int rc) {
+    if (rc_ != 0) return;
+    rc_ = rc;
+    error_ = LmdbError(operation, rc);
+  }
+
+  MDB_txn* txn_;
+  MDB_dbi dbi_;
+  absl::Time now_;
+  TxnMode mode_;
+  int rc_ = 0;
+  absl::Status error_;
+};
+
+TxnResult unavailable(absl::Status status) {
+  return {CommitOutcome::kUnavailable, std::move(status)};
+}
+
+}  // namespace
+
+absl::Status LmdbError(std::string_view operation, int rc) {
+  KAIROS_CHECK(rc != 0);
+  return absl::Status(lmdb_status_code(rc),
+                      absl::StrCat("lmdb: ", absl_sv(operation), ": ", lmdb_code_name(rc), " (",
+                                   mdb_strerror(rc), ")"));
+}
+
+// The environment and its two databases.
+class LmdbStorage::Env {
+ public:
+  Env() = default;
+  ~Env() {
+    if (env != nullptr) mdb_env_close(env);
+  }
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+
+  MDB_env* env = nullptr;
+  MDB_dbi data = 0;
+  MDB_dbi meta = 0;
+};
+
+namespace {
+
+absl::Status check_directory(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir(path);
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec)
+      return absl::UnavailableError(
+          absl::StrFormat("cannot create data directory %s: %s", path, ec.message()));
+    return absl::OkStatus();
+  }
+  if (!fs::is_directory(dir, ec))
+    return absl::FailedPreconditionError(
+        absl::StrFormat("data directory %s exists and is not a directory", path));
+  if (fs::exists(dir / "data.mdb", ec)) return absl::OkStatus();
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "lock.mdb") continue;
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "data directory %s is not a Kairos store: it is not empty (found '%s') and has no "
+        "data.mdb; refusing to use it (choose an empty or new directory)",
+        path, name));
+  }
+  if (ec)
+    return absl::UnavailableError(
+        absl::StrFormat("cannot list data directory %s: %s", path, ec.message()));
+  return absl::OkStatus();
+}
+
+std::string foreign_lmdb_message(const std::string& path, std::string_view why) {
+  return absl::StrFormat(
+      "data directory %s holds an LMDB environment that is not a Kairos store (%s); refusing "
+      "to use it",
+      path, absl_sv(why));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions& options,
+                                                                const Clock& clock,
+                                                                Timers& loop) {
+  KAIROS_CHECK_MSG(options.max_batch > 0, "LmdbOptions::max_batch must be > 0");
+  KAIROS_CHECK_MSG(options.initial_map_size > 0, "LmdbOptions::initial_map_size must be > 0");
+  KAIROS_RETURN_IF_ERROR(check_directory(options.path));
+
+  auto env = std::make_unique<Env>();
+  int rc = mdb_env_create(&env->env);
+  if (rc != 0) return LmdbError("mdb_env_create", rc);
+  if ((rc = mdb_env_set_maxdbs(env->env, 4)) != 0) return LmdbError("mdb_env_set_maxdbs", rc);
+  if ((rc = mdb_env_set_mapsize(env->env, options.initial_map_size)) != 0)
+    return LmdbError("mdb_env_set_mapsize", rc);
+  // No MDB_NOSYNC / MDB_NOMETASYNC: mdb_txn_commit syncs. MDB_NOTLS: read
+  // transactions are not tied to the opening thread.
+  rc = mdb_env_open(env->env, options.path.c_str(), MDB_NOTLS, 0640);
+  if (rc == MDB_INVALID)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "data directory %s is not a Kairos store: data.mdb is not an LMDB environment (%s)",
+        options.path, LmdbError("mdb_env_open", rc).message()));
+  if (rc == MDB_VERSION_MISMATCH)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "data directory %s was written by an incompatible LMDB version (%s)", options.path,
+        LmdbError("mdb_env_open", rc).message()));
+  if (rc != 0)
+    return absl::Status(lmdb_status_code(rc),
+                        absl::StrFormat("cannot open data directory %s: %s", options.path,
+                                        LmdbError("mdb_env_open", rc).message()));
+  int dead = 0;
+  if ((rc = mdb_reader_check(env->env, &dead)) != 0) return LmdbError("mdb_reader_check", rc);
+
+  // Identify (or create) the store in one write transaction.
+  TxnHandle txn;
+  if ((rc = txn.begin(env->env, nullptr, 0)) != 0) return LmdbError("mdb_txn_begin (open)", rc);
+  MDB_dbi main_dbi;
+  if ((rc = mdb_dbi_open(txn.get(), nullptr, 0, &main_dbi)) != 0)
+    return LmdbError("mdb_dbi_open (main)", rc);
+  rc = mdb_dbi_open(txn.get(), kMetaDbName, 0, &env->meta);
+  if (rc == MDB_NOTFOUND) {
+    MDB_stat st;
+    if ((rc = mdb_stat(txn.get(), main_dbi, &st)) != 0) return LmdbError("mdb_stat (main)", rc);
+    if (st.ms_entries > 0)
+      return absl::FailedPreconditionError(
+          foreign_lmdb_message(options.path, "no Kairos metadata database"));
+    // A new store.
+    if ((rc = mdb_dbi_open(txn.get(), kMetaDbName, MDB_CREATE, &env->meta)) != 0)
+      return LmdbError("mdb_dbi_open (create meta)", rc);
+    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, MDB_CREATE, &env->data)) != 0)
+      return LmdbError("mdb_dbi_open (create data)", rc);
+    const std::string version = std::to_string(kLmdbSchemaVersion);
+    MDB_val k = to_val(kMetaFormatKey), v = to_val(kMetaFormatValue);
+    if ((rc = mdb_put(txn.get(), env->meta, &k, &v, 0)) != 0)
+      return LmdbError("mdb_put (format marker)", rc);
+    k = to_val(kMetaSchemaVersionKey);
+    v = to_val(version);
+    if ((rc = mdb_put(txn.get(), env->meta, &k, &v, 0)) != 0)
+      return LmdbError("mdb_put (schema version)", rc);
+  } else if (rc == MDB_INCOMPATIBLE) {
+    return absl::FailedPreconditionError(
+        foreign_lmdb_message(options.path, "its main database holds plain records"));
+  } else if (rc != 0) {
+    return LmdbError("mdb_dbi_open (meta)", rc);
+  } else {
+    MDB_val k = to_val(kMetaFormatKey), v;
+    rc = mdb_get(txn.get(), env->meta, &k, &v);
+    if (rc == MDB_NOTFOUND || (rc == 0 && from_val(v) != kMetaFormatValue))
+      return absl::FailedPreconditionError(
+          foreign_lmdb_message(options.path, "format marker missing or different"));
+    if (rc != 0) return LmdbError("mdb_get (format marker)", rc);
+    k = to_val(kMetaSchemaVersionKey);
+    rc = mdb_get(txn.get(), env->meta, &k, &v);
+    if (rc == MDB_NOTFOUND)
+      return absl::DataLossError(
+          absl::StrFormat("data directory %s: Kairos store without a schema version record",
+                          options.path));
+    if (rc != 0) return LmdbError("mdb_get (schema version)", rc);
+    const std::string_view text = from_val(v);
+    std::uint32_t version = 0;
+    const auto parsed = std::from_chars(text.data(), text.data() + text.size(), version);
+    if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() || version == 0)
+      return absl::DataLossError(absl::StrFormat(
+          "data directory %s: unreadable schema version record '%s'", options.path,
+          absl_sv(text)));
+    if (version > kLmdbSchemaVersion)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "data directory %s has store schema version %d, newer than this kairos binary "
+          "supports (%d); run a newer kairos",
+          options.path, version, kLmdbSchemaVersion));
+    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, 0, &env->data)) != 0)
+      return LmdbError("mdb_dbi_open (data)", rc);
+  }
+  if ((rc = txn.commit()) != 0) return LmdbError("mdb_txn_commit (open)", rc);
+  return std::unique_ptr<LmdbStorage>(new LmdbStorage(options, clock, loop, std::move(env)));
+}
+
+LmdbStorage::LmdbStorage(LmdbOptions options, const Clock& clock, Timers& loop,
+                         std::unique_ptr<Env> env)
+    : options_(std::move(options)), clock_(clock), loop_(loop), env_(std::move(env)) {
+  MDB_envinfo info;
+  mdb_env_info(env_->env, &info);
+  stats_.map_size = info.me_mapsize;
+  writer_ = std::thread([this] { writer_main(); });
+}
+
+LmdbStorage::~LmdbStorage() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  writer_.join();
+}
+
+LmdbStorage::Stats LmdbStorage::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void LmdbStorage::transact(TxnBody body, TxnDone done, TxnMode mode) {
+  KAIROS_CHECK(body && done);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    KAIROS_CHECK_MSG(!stopping_, "LmdbStorage::transact after shutdown began");
+    queue_.push_back(Request{std::move(body), std::move(done), mode, {}, false});
+  }
+  cv_.notify_one();
+}
+
+void LmdbStorage::writer_main() {
+  for (;;) {
+    std::vector<Request> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued is done
+      while (!queue_.empty() && batch.size() < options_.max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    run_batch(batch);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.transactions += batch.size();
+    }
+    for (auto& r : batch) {
+      loop_.post([done = std::move(r.done), result = std::move(r.result)]() mutable {
+        done(std::move(result));
+      });
+    }
+  }
+}
+
+void LmdbStorage::run_batch(std::vector<Request>& batch) {
+  std::vector<Request*> writes;
+  for (auto& r : batch)
+    if (r.mode == TxnMode::kReadWrite) writes.push_back(&r);
+  // A group can end early (a body too large to share a parent transaction),
+  // so a batch may take more than one sync.
+  std::size_t next = 0;
+  while (next < writes.size()) next = run_write_group(writes, next);
+  // Read-only bodies run after the parent commit(s): they see synced data only.
+  for (auto& r : batch)
+    if (r.mode == TxnMode::kReadOnly) run_read(r);
+}
+
+std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::size_t begin) {
+  for (;;) {  // one iteration per attempt; repeated after the map grew
+    TxnHandle parent;
+    int rc = parent.begin(env_->env, nullptr, 0);
+    if (rc == MDB_MAP_RESIZED) {  // another process grew the map: adopt its size
+      KAIROS_CHECK(mdb_env_set_mapsize(env_->env, 0) == 0);
+      continue;
+    }
+    if (rc != 0) {
+      for (std::size_t j = begin; j < writes.size(); ++j)
+        if (!writes[j]->finished)
+          writes[j]->result = unavailable(LmdbError("mdb_txn_begin (write)", rc));
+      return writes.size();
+    }
+    Request* map_full = nullptr;  // the body that ran out of map
+    absl::Status map_full_status;
+    bool retry = false;
+    std::size_t next = writes.size();
+    for (std::size_t j = begin; j < writes.size(); ++j) {
+      Request& r = *writes[j];
+      if (r.finished) continue;  // excluded by an earlier attempt
+      TxnHandle child;
+      rc = child.begin(env_->env, parent.get(), 0);
+      if (rc != 0) {
+        r.result = unavailable(LmdbError("mdb_txn_begin (nested)", rc));
+        continue;
+      }
+      LmdbTxn txn(child.get(), env_->data, clock_.now(), TxnMode::kReadWrite);
+      absl::Status status = r.body(txn);
+      if (txn.error_code() == MDB_MAP_FULL) {
+        map_full = &r;
+        map_full_status = txn.error();
+        break;
+      }
+      if (txn.error_code() == MDB_TXN_FULL && j > begin) {
+        next = j;  // commit what we have; this body starts the next group
+        break;
+      }
+      if (txn.doomed()) {
+        r.result = unavailable(txn.error());
+        continue;  // child aborted by its destructor
+      }
+      if (!status.ok()) {
+        r.result = {CommitOutcome::kAborted, std::move(status)};
+        continue;
+      }
+      rc = child.commit();
+      if (rc == MDB_MAP_FULL) {
+        map_full = &r;
+        map_full_status = LmdbError("mdb_txn_commit (nested)", rc);
+        break;
+      }
+      if (rc != 0) {
+        // The parent may be damaged: drop the whole attempt, fail this body
+        // and run its siblings again.
+        r.result = unavailable(LmdbError("mdb_txn_commit (nested)", rc));
+        r.finished = true;
+        retry = true;
+        break;
+      }
+      r.result = TxnResult::Committed();
+    }
+    if (retry) continue;  // the parent aborts in its destructor
+    if (map_full != nullptr) {
+      // mdb_env_set_mapsize needs no transaction active: abort first.
+      parent.abort();
+      if (!grow_map()) {  // at max_map_size: this body cannot fit; the rest run again
+        map_full->result = unavailable(std::move(map_full_status));
+        map_full->finished = true;
+      }
+      continue;
+    }
+    rc = parent.commit();  // frees the parent whatever the outcome
+    if (rc == MDB_MAP_FULL) {
+      if (grow_map()) continue;
+      for (std::size_t j = begin; j < next; ++j)
+        if (!writes[j]->finished)
+          writes[j]->result = unavailable(LmdbError("mdb_txn_commit (group)", rc));
+      return next;
+    }
+    // The sync failed: nobody can know what is on disk. Stop the process
+    // rather than report committed, unknown or unavailable.
+    if (rc != 0) {
+      const std::string message = LmdbError("mdb_txn_commit (group commit sync)", rc).ToString();
+      KAIROS_CHECK_MSG(rc == 0, message.c_str());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.syncs;
+    }
+    return next;
+  }
+}
+
+void LmdbStorage::run_read(Request& r) {
+  TxnHandle txn;
+  int rc = txn.begin(env_->env, nullptr, MDB_RDONLY);
+  if (rc == MDB_MAP_RESIZED) {
+    KAIROS_CHECK(mdb_env_set_mapsize(env_->env, 0) == 0);
+    rc = txn.begin(env_->env, nullptr, MDB_RDONLY);
+  }
+  if (rc != 0) {
+    r.result = unavailable(LmdbError("mdb_txn_begin (read-only)", rc));
+    return;
+  }
+  LmdbTxn view(txn.get(), env_->data, clock_.now(), TxnMode::kReadOnly);
+  absl::Status status = r.body(view);
+  if (view.doomed()) {
+    r.result = unavailable(view.error());
+  } else if (!status.ok()) {
+    r.result = {CommitOutcome::kAborted, std::move(status)};
+  } else {
+    r.result = TxnResult::Committed();
+  }
+}
+
+bool LmdbStorage::grow_map() {
+  MDB_envinfo info;
+  mdb_env_info(env_->env, &info);
+  const std::size_t current = info.me_mapsize;
+  if (options_.max_map_size != 0 && current >= options_.max_map_size) return false;
+  std::size_t target = current * 2;
+  if (options_.max_map_size != 0 && target > options_.max_map_size)
+    target = options_.max_map_size;
+  // Called between transactions on the writer thread, the only thread with
+  // transactions on this environment, as mdb_env_set_mapsize requires.
+  if (mdb_env_set_mapsize(env_->env, target) != 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.map_growths;
+  stats_.map_size = target;
+  return true;
+}
+
+}  // namespace kairos

@@ -1,0 +1,158 @@
+// LmdbStorage: the embedded durable store (core/ports/storage.h over LMDB).
+//
+// Purpose. `kairos server` keeps all of its state in one LMDB environment in
+// its data directory. This adapter implements the storage contract with
+// LMDB's serializable single-writer transactions, and amortises the cost of a
+// durable commit over many transactions (group commit).
+//
+// Threads. transact() is called on the owner's event loop. A dedicated writer
+// thread runs every body: bodies therefore run on that thread, must not touch
+// state the loop mutates, and may capture output slots by reference (written
+// before `done` is posted; read by the caller in `done`). Results are handed
+// back with Timers::post(), which must be callable from another thread
+// (AsioTimers::post is); `done` runs on the loop, never inside transact().
+//
+// Group commit. The writer takes every queued transaction (up to
+// max_batch), opens ONE parent write transaction and runs each read-write
+// body in its own nested child transaction: a body that returns OK commits its
+// child into the parent; a body that fails aborts its child (kAborted with the
+// body's status) without disturbing its siblings. Then the parent commits,
+// which fsyncs (the environment is opened without MDB_NOSYNC), and only then
+// is every `done` posted. Read-only bodies of the same batch run afterwards on
+// a read snapshot, so they never observe unsynced data. One sync thus covers
+// the whole batch: with max_batch = 1 every transaction pays its own sync.
+//
+// Outcomes. kCommitted (synced), kAborted (the body's error), kUnavailable
+// (definitely not applied: a read error inside the body, which dooms it, or
+// a write error such as a transaction too large for LMDB, or the map at
+// max_map_size). kConflict never arises: LMDB serialises writers and every
+// body runs on a consistent state. kUnknown never arises either: the store is
+// in-process. A failed commit of the parent (the sync) stops the process with
+// KAIROS_CHECK naming the LMDB error: what is on disk is then unknowable.
+//
+// Map size. LMDB needs its maximum size up front. The map starts at
+// initial_map_size and doubles whenever a batch hits MDB_MAP_FULL: the batch
+// is aborted, the map grown, and every body of the batch run again (the
+// contract allows re-running bodies). With max_map_size set, a transaction
+// that still does not fit ends kUnavailable.
+//
+// Data directory. One environment per directory. Store metadata lives in a
+// named LMDB database (kMetaDbName) apart from the data database
+// (kDataDbName), so the whole byte-string key space belongs to the caller.
+// The meta database holds a format marker and the schema version (keys below,
+// defined only here). Open() creates a store in an empty or missing
+// directory; refuses a directory that holds something else (other files, or
+// an LMDB environment without our marker) and a store with a newer schema
+// version, each with an error that says so.
+//
+// Crash recovery. LMDB's copy-on-write pages and double meta page make a
+// committed-and-synced transaction survive kill -9 or power loss; after a
+// crash the store opens on the last synced commit (stale reader slots of the
+// dead process are cleared at open).
+//
+// Shutdown. The destructor stops accepting work, lets the writer finish every
+// transaction already queued (they commit durably and their results are
+// posted), joins the writer and closes the environment. The Timers must
+// outlive the store; results posted after the loop stopped are dropped by it.
+// Calling transact() during or after destruction is a bug.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/ports/clock.h"
+#include "core/ports/storage.h"
+#include "core/ports/timers.h"
+
+struct MDB_env;
+
+namespace kairos {
+
+// The schema this binary writes and understands.
+inline constexpr std::uint32_t kLmdbSchemaVersion = 1;
+// Named databases inside the environment, and the meta records.
+inline constexpr const char* kMetaDbName = "kairos.meta";
+inline constexpr const char* kDataDbName = "kairos.data";
+inline constexpr std::string_view kMetaFormatKey = "format";
+inline constexpr std::string_view kMetaFormatValue = "kairos-lmdb-store";
+inline constexpr std::string_view kMetaSchemaVersionKey = "schema_version";  // decimal text
+
+struct LmdbOptions {
+  std::string path;                               // the data directory
+  std::size_t initial_map_size = std::size_t{64} << 20;
+  std::size_t max_map_size = 0;                   // 0: grow without limit
+  std::size_t max_batch = 4096;                   // transactions per sync; 1 = sync per commit
+};
+
+// Maps an LMDB (or errno) return code to a Status naming the operation, e.g.
+// "lmdb: mdb_put in transaction: MDB_MAP_FULL (...)". `rc` must be non-zero.
+absl::Status LmdbError(std::string_view operation, int rc);
+
+class LmdbStorage final : public Storage {
+ public:
+  // Opens (creating if needed) the store in options.path. `clock` is read on
+  // the writer thread for Txn::now() and must be thread-safe there (it is
+  // read only while a body runs; SystemClock is). `loop` receives results.
+  static absl::StatusOr<std::unique_ptr<LmdbStorage>> Open(const LmdbOptions& options,
+                                                           const Clock& clock, Timers& loop);
+  ~LmdbStorage() override;
+  LmdbStorage(const LmdbStorage&) = delete;
+  LmdbStorage& operator=(const LmdbStorage&) = delete;
+
+  void transact(TxnBody body, TxnDone done, TxnMode mode = TxnMode::kReadWrite) override;
+
+  const std::string& path() const { return options_.path; }
+  std::uint32_t schema_version() const { return kLmdbSchemaVersion; }
+
+  struct Stats {
+    std::uint64_t transactions = 0;  // bodies finished (any outcome)
+    std::uint64_t syncs = 0;         // parent commits (each one fsync)
+    std::uint64_t map_growths = 0;
+    std::size_t map_size = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Request {
+    TxnBody body;
+    TxnDone done;
+    TxnMode mode;
+    TxnResult result;
+    bool finished = false;
+  };
+  class Env;
+
+  LmdbStorage(LmdbOptions options, const Clock& clock, Timers& loop, std::unique_ptr<Env> env);
+  void writer_main();
+  void run_batch(std::vector<Request>& batch);
+  // Runs the unfinished read-write requests from `begin` on in one parent
+  // transaction and syncs it; returns the index of the first request it did
+  // not get to (writes.size() when all ran).
+  std::size_t run_write_group(std::vector<Request*>& writes, std::size_t begin);
+  void run_read(Request& request);
+  bool grow_map();
+
+  const LmdbOptions options_;
+  const Clock& clock_;
+  Timers& loop_;
+  std::unique_ptr<Env> env_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Request> queue_;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  Stats stats_;                // guarded by mu_ (written by the writer)
+  std::thread writer_;
+};
+
+}  // namespace kairos

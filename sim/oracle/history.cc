@@ -1,0 +1,133 @@
+#include "sim/oracle/history.h"
+
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "core/base/key_codec.h"
+
+namespace kairos::sim {
+
+std::uint32_t Interner::id(std::string_view s) {
+  auto it = ids_.find(absl_sv(s));
+  if (it != ids_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(names_.size());
+  names_.emplace_back(s);
+  ids_.emplace(std::string(s), id);
+  return id;
+}
+
+std::uint32_t Interner::find(std::string_view s) const {
+  auto it = ids_.find(absl_sv(s));
+  return it == ids_.end() ? kNone : it->second;
+}
+
+std::string_view to_string(WriteFact::Kind kind) {
+  switch (kind) {
+    case WriteFact::Kind::kCompleted: return "run.completed";
+    case WriteFact::Kind::kRenewed: return "run.renewed";
+    case WriteFact::Kind::kReleased: return "run.released";
+  }
+  return "?";
+}
+
+void FactRecorder::observe_event(const Event& e, absl::Time at) {
+  if (e.kind == "ledger.recorded") {
+    const auto* job = e.find("job");
+    const auto* inc = e.find("incarnation");
+    const auto* from = e.find("nominal");
+    const auto* through = e.find("through");
+    const auto* outcome = e.find("outcome");
+    const auto* run = e.find("run_nominal");
+    if (!job || !inc || !from || !through || !outcome) return;
+    LedgerFact l;
+    l.job = strings_.id(std::get<std::string>(*job));
+    l.incarnation = std::get<std::uint64_t>(*inc);
+    l.from = std::get<absl::Time>(*from);
+    l.through = std::get<absl::Time>(*through);
+    l.outcome = strings_.id(std::get<std::string>(*outcome));
+    if (run) l.run_nominal = std::get<absl::Time>(*run);
+    ledger_.push_back(l);
+    return;
+  }
+  WriteFact w;
+  if (e.kind == "run.completed") w.kind = WriteFact::Kind::kCompleted;
+  else if (e.kind == "run.renewed") w.kind = WriteFact::Kind::kRenewed;
+  else if (e.kind == "run.released") w.kind = WriteFact::Kind::kReleased;
+  else return;
+  const auto* job = e.find("job");
+  const auto* inc = e.find("incarnation");
+  const auto* nominal = e.find("nominal");
+  const auto* token = e.find("token");
+  const auto* worker = e.find("worker");
+  if (!job || !inc || !nominal || !token || !worker) return;
+  const std::string& job_id = std::get<std::string>(*job);
+  w.job = strings_.id(job_id);
+  w.worker = strings_.id(std::get<std::string>(*worker));
+  w.run = strings_.id(idempotency_key(
+      RunId{job_id, std::get<std::uint64_t>(*inc), std::get<absl::Time>(*nominal)}));
+  w.token = std::get<std::uint64_t>(*token);
+  w.at = at;
+  writes_.push_back(w);
+}
+
+void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>& ops) {
+  const std::int64_t store_us = absl::ToUnixMicros(commit.store_time);
+  for (const WriteOp& op : ops) {
+    if (op.kind != WriteOp::Kind::kPut || op.key.empty()) continue;
+    if (op.key[0] == 'R') {
+      auto run = decode_run(op.value);
+      KAIROS_CHECK_MSG(run.ok(), "the store holds a run record Kairos did not write");
+      RunFact f;
+      f.commit = commit.index;
+      f.run = strings_.id(idempotency_key(run->id));
+      f.job = strings_.id(run->id.job_id);
+      f.owner = strings_.id(run->owner);
+      f.client = commit.client;
+      f.state = run->state;
+      f.shard = run->shard;
+      f.attempt = run->attempt;
+      f.incarnation = run->id.incarnation;
+      f.token = run->token;
+      f.store_us = store_us;
+      f.due_us = absl::ToUnixMicros(run->due_at);
+      f.lease_expiry_us = run->state == RunState::kLeased ? absl::ToUnixMicros(run->lease_expiry) : 0;
+      f.ready_us = absl::ToUnixMicros(run->ready_at);
+      f.priority = static_cast<std::int8_t>(run->priority);
+      f.manual = run->kind == RunKind::kManual;
+      if (!run->attempts.empty()) f.last_end = run->attempts.back().end;
+      runs_.push_back(f);
+    } else if (op.key[0] == 'H') {
+      KeyReader r(op.key);
+      KAIROS_CHECK(r.tag().ok());
+      auto job = r.str();
+      auto rec = decode_ledger(op.value);
+      KAIROS_CHECK_MSG(job.ok() && rec.ok(), "the store holds a ledger record Kairos did not write");
+      LedgerFact l;
+      l.commit = commit.index;
+      l.job = strings_.id(*job);
+      l.incarnation = rec->incarnation;
+      l.from = rec->nominal;
+      l.through = rec->through;
+      l.outcome = strings_.id(to_string(rec->outcome));
+      if (rec->run_nominal != absl::InfinitePast()) l.run_nominal = rec->run_nominal;
+      l.fire_at = rec->fire_at;
+      l.store_us = store_us;
+      ledger_.push_back(l);
+    } else if (op.key[0] == 'L') {
+      KeyReader r(op.key);
+      KAIROS_CHECK(r.tag().ok());
+      auto shard = r.u32();
+      auto rec = decode_leader(op.value);
+      KAIROS_CHECK_MSG(shard.ok() && rec.ok(), "the store holds a leader record Kairos did not write");
+      LeaderFact f;
+      f.commit = commit.index;
+      f.shard = *shard;
+      f.holder = strings_.id(rec->holder);
+      f.epoch = rec->epoch;
+      f.store_us = store_us;
+      f.expiry_us = absl::ToUnixMicros(rec->expiry);
+      leaders_.push_back(f);
+    }
+  }
+}
+
+}  // namespace kairos::sim

@@ -1,0 +1,213 @@
+// History: everything the checker may look at after a run, and the recorder
+// that turns the store's commits into compact facts.
+//
+// The checker judges a run only from this record: sink attempts, the store's
+// commits (order, fate, and what they wrote to the run, leader and due
+// tables), the store's final contents, the node event logs, what the
+// workload's client was told (jobs created, cancels acknowledged), and when
+// faults were active. It never asks the code under test anything.
+//
+// Store facts. The store service calls FactRecorder::observe() for every
+// applied writing commit, in commit order. Each write of a run record (R) or
+// leader record (L) becomes one fact, decoded with core/kernel/records.h (the data
+// format, not the kernel's decisions). Facts keep the index of their commit,
+// so the checker can skip commits that a store crash later rolled back and
+// replay the rest in serialization order. Strings are interned to keep a
+// day-long history small.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "core/ports/event_log.h"
+#include "core/twins/memory_storage.h"
+#include "core/kernel/records.h"
+#include "sim/world/sink.h"
+#include "sim/world/store_service.h"
+#include "sim/world/world.h"
+
+namespace kairos::sim {
+
+// Interns strings to dense indices (lookups only; never iterated).
+class Interner {
+ public:
+  std::uint32_t id(std::string_view s);
+  // kNone when `s` was never interned.
+  std::uint32_t find(std::string_view s) const;
+  const std::string& name(std::uint32_t id) const { return names_[id]; }
+  std::size_t size() const { return names_.size(); }
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+ private:
+  absl::flat_hash_map<std::string, std::uint32_t> ids_;
+  std::vector<std::string> names_;
+};
+
+// One write of a run record.
+struct RunFact {
+  std::uint64_t commit = 0;      // StoreCommit::index
+  std::uint32_t run = 0;         // interned idempotency key
+  std::uint32_t job = 0;         // interned job id
+  std::uint32_t owner = 0;       // interned worker id ("" when none)
+  NodeId client = kWorldNode;    // the node whose transaction wrote it
+  RunState state = RunState::kReady;
+  std::uint32_t shard = 0;
+  std::uint32_t attempt = 0;
+  std::uint64_t incarnation = 0;
+  std::uint64_t token = 0;
+  std::int64_t store_us = 0;     // Txn::now() of the commit
+  std::int64_t due_us = 0;
+  std::int64_t lease_expiry_us = 0;
+  // Issue 6: what the policy invariants read.
+  std::int64_t ready_us = 0;  // RunRecord::ready_at (claimable from; retries: end of backoff)
+  std::int8_t priority = 0;
+  bool manual = false;        // RunKind::kManual
+  AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
+};
+
+// One write of a shard's leader record.
+struct LeaderFact {
+  std::uint64_t commit = 0;
+  std::uint32_t shard = 0;
+  std::uint32_t holder = 0;  // interned node name
+  std::uint64_t epoch = 0;
+  std::int64_t store_us = 0;
+  std::int64_t expiry_us = 0;
+};
+
+// A node's record that it committed a completion, renewal or release
+// ("run.completed", "run.renewed", "run.released"): which worker asked, and
+// the run's token at that commit. Kept compactly for every run.
+struct WriteFact {
+  enum class Kind : std::uint8_t { kCompleted, kRenewed, kReleased };
+  Kind kind = Kind::kCompleted;
+  std::uint32_t job = 0;     // interned
+  std::uint32_t worker = 0;  // interned
+  std::uint32_t run = 0;     // interned idempotency key
+  std::uint64_t token = 0;
+  absl::Time at;             // true time it was recorded
+};
+std::string_view to_string(WriteFact::Kind kind);
+
+// A recorded policy decision about occurrences [from, through] of a job
+// (issue 6's ledger): fired or coalesced into the run at `run_nominal`, or
+// decided without a run (skipped, paused, ...). From a "ledger.recorded"
+// event, or from a ledger record (H|id|nominal|inc) written by a commit,
+// which survives a lost reply.
+struct LedgerFact {
+  static constexpr std::uint64_t kFromEvent = ~std::uint64_t{0};
+  std::uint64_t commit = kFromEvent;  // the writing commit, for key facts
+  std::uint32_t job = 0;  // interned
+  std::uint64_t incarnation = 0;
+  absl::Time from, through;
+  std::uint32_t outcome = 0;  // interned
+  std::optional<absl::Time> run_nominal;
+  // Key facts only (commit != kFromEvent): the record's fields and the store
+  // time of the commit that wrote it.
+  absl::Time fire_at = absl::InfinitePast();
+  std::int64_t store_us = 0;
+};
+
+class FactRecorder {
+ public:
+  void observe(const StoreCommit& commit, const std::vector<WriteOp>& ops);
+  // Keeps the WriteFact of a completion/renewal/release event and the
+  // LedgerFact of a policy decision; ignores other events.
+  void observe_event(const Event& event, absl::Time at);
+  const std::vector<RunFact>& runs() const { return runs_; }
+  const std::vector<LeaderFact>& leaders() const { return leaders_; }
+  const std::vector<WriteFact>& writes() const { return writes_; }
+  const std::vector<LedgerFact>& ledger() const { return ledger_; }
+  Interner& strings() { return strings_; }
+  const Interner& strings() const { return strings_; }
+
+ private:
+  std::vector<RunFact> runs_;
+  std::vector<LeaderFact> leaders_;
+  std::vector<WriteFact> writes_;
+  std::vector<LedgerFact> ledger_;
+  Interner strings_;
+};
+
+struct NodeEvent {
+  absl::Time at;  // true time
+  NodeId node = kWorldNode;
+  Event event;    // event.at is the node's clock
+};
+
+// An occurrence the workload's schedule says must fire.
+struct Occurrence {
+  std::string job;
+  std::uint64_t incarnation = 0;
+  absl::Time nominal;
+  absl::Time due;
+};
+
+// What the client knows of one job it created (the checker's ground truth
+// for the policy invariants of issue 6): the incarnation and store-clock
+// creation time create_job answered, the policy it asked for (the workload
+// never changes a policy after creation), and the longest one attempt of the
+// job can execute (its simulated duration range, capped by its timeout).
+struct ClientJob {
+  std::string id;
+  std::uint64_t incarnation = 0;
+  absl::Time created_at;  // store clock
+  kairos::JobPolicy policy;
+  bool recurring = false;
+  absl::Duration longest_run = absl::ZeroDuration();
+};
+
+// A cancel the client saw acknowledged.
+struct CancelAck {
+  std::string job;
+  std::uint64_t incarnation = 0;
+  absl::Time acked;  // true time the client got the answer
+};
+
+struct FaultWindow {
+  absl::Time from, to;  // true time, to >= from
+  std::string what;
+};
+
+// The timeliness bounds (docs/SIMULATION.md, "Bounds"), computed from the
+// scenario's configuration.
+struct Bounds {
+  absl::Duration start = absl::ZeroDuration();   // due -> first grant, fault-free
+  absl::Duration settle = absl::ZeroDuration();  // a fault's after-effects
+  absl::Duration done = absl::ZeroDuration();    // due or heal -> terminal
+  // One attempt's overhead besides the job's own run time (claim, report,
+  // backoffs); done_bound() adds a job's run time and retry policy to it.
+  absl::Duration attempt_overhead = absl::ZeroDuration();
+  bool check_start = true;  // false when the base configuration is never fault-free
+};
+
+struct History {
+  absl::Time start;
+  absl::Time end;
+  absl::Duration quiet_tail;
+  const std::vector<SinkAttempt>* sink = nullptr;
+  const std::vector<StoreCommit>* commits = nullptr;
+  const MemoryStorage::Map* final_store = nullptr;  // null: skip replay and final-state checks
+  bool commits_have_ops = false;
+  // Node events: all of them when the scenario records writes, else the
+  // client's only (the facts keep the rest compactly).
+  const std::vector<NodeEvent>* events = nullptr;
+  const FactRecorder* facts = nullptr;
+  const std::vector<std::string>* node_names = nullptr;  // by NodeId
+  // Occurrences that must reach a terminal state (due before end - quiet_tail).
+  const std::vector<Occurrence>* expected = nullptr;
+  const std::vector<CancelAck>* cancels = nullptr;
+  // Every job whose create was acknowledged.
+  const std::vector<ClientJob>* jobs = nullptr;
+  // The kernel's no-starvation bound (PolicyOptions::starvation_bound).
+  absl::Duration starvation_bound = absl::Seconds(60);
+  const std::vector<FaultWindow>* faults = nullptr;
+  Bounds bounds;
+};
+
+}  // namespace kairos::sim

@@ -1,0 +1,799 @@
+#include "sim/scenario/scenario.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/base/absl_compat.h"
+#include "core/base/duration.h"
+#include "core/kernel/job_store.h"
+#include "core/schedule/schedule.h"
+
+namespace kairos::sim {
+
+namespace {
+
+struct FaultName {
+  FaultKind kind;
+  std::string_view name;
+};
+constexpr FaultName kFaultNames[] = {
+    {FaultKind::kPause, "pause"},           {FaultKind::kCrash, "crash"},
+    {FaultKind::kCrashAt, "crash-at"},      {FaultKind::kPartition, "partition"},
+    {FaultKind::kOneWay, "one-way"},        {FaultKind::kIsolate, "isolate"},
+    {FaultKind::kSwizzle, "swizzle"},       {FaultKind::kNet, "net"},
+    {FaultKind::kStoreOutage, "store-outage"}, {FaultKind::kStoreSlow, "store-slow"},
+    {FaultKind::kStoreCrash, "store-crash"}, {FaultKind::kClockJump, "clock-jump"},
+    {FaultKind::kClockDrift, "clock-drift"}, {FaultKind::kSinkFaults, "sink-faults"},
+    {FaultKind::kFleetRestart, "fleet-restart"},
+};
+
+// One line split into words; quoted values keep their spaces.
+struct Line {
+  int number = 0;
+  std::vector<std::string> words;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view filename) : filename_(filename) {}
+
+  absl::Status error(int line, std::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(absl_sv(filename_), ":", line, ": ", absl_sv(what)));
+  }
+
+  absl::StatusOr<Line> split(int number, std::string_view text) const {
+    Line line{number, {}};
+    std::string cur;
+    bool in_word = false, quoted = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (quoted) {
+        if (c == '"') quoted = false; else cur.push_back(c);
+        continue;
+      }
+      if (c == '#') break;
+      if (c == ' ' || c == '\t' || c == '\r') {
+        if (in_word) line.words.push_back(std::move(cur)), cur.clear(), in_word = false;
+        continue;
+      }
+      in_word = true;
+      if (c == '"') quoted = true; else cur.push_back(c);
+    }
+    if (quoted) return error(number, "unterminated double quote");
+    if (in_word) line.words.push_back(std::move(cur));
+    return line;
+  }
+
+ private:
+  std::string_view filename_;
+};
+
+// The key=value attributes of one directive; every key must be consumed.
+class Attrs {
+ public:
+  Attrs(const Parser& p, const Line& line, std::string directive, std::size_t first)
+      : p_(p), line_(line), directive_(std::move(directive)) {
+    for (std::size_t i = first; i < line.words.size(); ++i) {
+      const std::string& w = line.words[i];
+      const auto eq = w.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        status_ = err(absl::StrCat("expected key=value, got \"", w, "\""));
+        return;
+      }
+      std::string key = w.substr(0, eq);
+      if (values_.count(key)) {
+        status_ = err(absl::StrCat("attribute ", key, " given twice"));
+        return;
+      }
+      values_[key] = w.substr(eq + 1);
+    }
+  }
+
+  absl::Status err(std::string_view what) const {
+    return p_.error(line_.number, absl::StrCat(directive_, ": ", absl_sv(what)));
+  }
+  const absl::Status& status() const { return status_; }
+
+  // Each getter leaves `out` untouched when the key is absent.
+  void str(const char* key, std::string* out) {
+    if (auto* v = take(key)) *out = *v;
+  }
+  void dur(const char* key, absl::Duration* out, bool allow_sign = false) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    auto d = parse_signed(*v, allow_sign);
+    if (!d.ok()) {
+      status_ = err(absl::StrCat(key, ": ", d.status().message()));
+      return;
+    }
+    *out = *d;
+  }
+  void range(const char* key, absl::Duration* lo, absl::Duration* hi) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    const auto dots = v->find("..");
+    if (dots == std::string::npos) {
+      status_ = err(absl::StrCat(key, ": expected a range <duration>..<duration>, got \"", *v, "\""));
+      return;
+    }
+    auto a = parse_duration(std::string_view(*v).substr(0, dots));
+    auto b = parse_duration(std::string_view(*v).substr(dots + 2));
+    if (!a.ok() || !b.ok()) {
+      status_ = err(absl::StrCat(key, ": ", (!a.ok() ? a.status() : b.status()).message()));
+      return;
+    }
+    if (*a > *b) {
+      status_ = err(absl::StrCat(key, ": range start exceeds its end"));
+      return;
+    }
+    *lo = *a;
+    *hi = *b;
+  }
+  template <typename T>
+  void num(const char* key, T* out, std::int64_t lo, std::int64_t hi, const char* what) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    std::int64_t n;
+    if (!absl::SimpleAtoi(*v, &n) || n < lo || n > hi) {
+      status_ = err(absl::StrCat(key, ": expected ", what, " ", lo, "..", hi, ", got \"", *v, "\""));
+      return;
+    }
+    *out = static_cast<T>(n);
+  }
+  void permille(const char* key, std::uint32_t* out) {
+    num(key, out, 0, 1000, "an integer per-mille rate");
+  }
+  void boolean(const char* key, bool* out) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    if (*v == "yes") *out = true;
+    else if (*v == "no") *out = false;
+    else status_ = err(absl::StrCat(key, ": expected yes or no, got \"", *v, "\""));
+  }
+  template <typename T>
+  void opt_num(const char* key, std::optional<T>* out, std::int64_t lo, std::int64_t hi,
+               const char* what) {
+    if (!has(key)) return;
+    T v{};
+    num(key, &v, lo, hi, what);
+    if (status_.ok()) *out = v;
+  }
+  void opt_dur(const char* key, std::optional<absl::Duration>* out) {
+    if (!has(key)) return;
+    absl::Duration d;
+    dur(key, &d);
+    if (status_.ok()) *out = d;
+  }
+  // One of the words in `names` (values in the same order).
+  template <typename T, std::size_t N>
+  void choice(const char* key, T* out, const std::pair<std::string_view, T> (&names)[N]) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    std::vector<std::string> words;
+    for (const auto& [name, value] : names) {
+      if (name == *v) {
+        *out = value;
+        return;
+      }
+      words.emplace_back(name);
+    }
+    status_ = err(absl::StrCat(key, ": expected ", absl::StrJoin(words, ", "), "; got \"", *v, "\""));
+  }
+  // An integer "N" (lo = hi = N) or an integer range "LO..HI", within [min, max].
+  void int_range(const char* key, std::int32_t* lo, std::int32_t* hi, std::int32_t min, std::int32_t max,
+                 const char* what) {
+    auto* v = take(key);
+    if (!v || !status_.ok()) return;
+    const auto dots = v->find("..");
+    std::int32_t a = 0, b = 0;
+    const bool ok = dots == std::string::npos
+                        ? absl::SimpleAtoi(*v, &a) && (b = a, true)
+                        : absl::SimpleAtoi(v->substr(0, dots), &a) && absl::SimpleAtoi(v->substr(dots + 2), &b);
+    if (!ok || a < min || b > max || a > b) {
+      status_ = err(absl::StrCat(key, ": expected ", what, " ", min, "..", max, " or a range LO..HI of them, got \"",
+                                 *v, "\""));
+      return;
+    }
+    *lo = a;
+    *hi = b;
+  }
+  bool has(const char* key) const { return values_.count(key) != 0; }
+  // Call last: unknown keys are errors.
+  absl::Status finish() {
+    if (!status_.ok()) return status_;
+    for (const auto& [k, v] : values_)
+      if (!used_.count(k)) return err(absl::StrCat("unknown attribute \"", k, "\""));
+    return absl::OkStatus();
+  }
+
+  static absl::StatusOr<absl::Duration> parse_signed(std::string_view v, bool allow_sign) {
+    if (allow_sign && !v.empty() && v[0] == '-') {
+      auto d = parse_duration(v.substr(1));
+      if (!d.ok()) return d.status();
+      return -*d;
+    }
+    return parse_duration(v);
+  }
+
+ private:
+  const std::string* take(const char* key) {
+    auto it = values_.find(key);
+    if (it == values_.end()) return nullptr;
+    used_.insert(key);
+    return &it->second;
+  }
+  const Parser& p_;
+  const Line& line_;
+  std::string directive_;
+  std::map<std::string, std::string> values_;
+  std::set<std::string> used_;
+  absl::Status status_;
+};
+
+bool valid_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+std::string signed_duration(absl::Duration d) {
+  return d < absl::ZeroDuration() ? "-" + format_duration(-d) : format_duration(d);
+}
+std::string range_text(absl::Duration a, absl::Duration b) {
+  return absl::StrCat(format_duration(a), "..", format_duration(b));
+}
+std::string quote(std::string_view s) {
+  if (!s.empty() && s.find_first_of(" \t#\"") == std::string_view::npos) return std::string(s);
+  return absl::StrCat("\"", absl_sv(s), "\"");
+}
+
+constexpr std::pair<std::string_view, MisfirePolicy> kMisfireNames[] = {
+    {"run-once", MisfirePolicy::kRunOnce}, {"catch-up", MisfirePolicy::kCatchUp}, {"skip", MisfirePolicy::kSkip}};
+constexpr std::pair<std::string_view, OverlapPolicy> kOverlapNames[] = {
+    {"skip", OverlapPolicy::kSkip}, {"queue", OverlapPolicy::kQueue}, {"allow", OverlapPolicy::kAllow}};
+
+template <typename T, std::size_t N>
+std::string_view name_of(T value, const std::pair<std::string_view, T> (&names)[N]) {
+  for (const auto& [name, v] : names)
+    if (v == value) return name;
+  return "?";
+}
+
+// The policy and run-profile attributes of a `job` line (docs/SIMULATION.md,
+// ranges from docs/POLICIES.md "Defaults"). The kernel's own validation of
+// the whole job runs once the file is read (check_job_line).
+absl::Status parse_job_attrs(Attrs& a, JobSpec& j) {
+  JobPolicy& p = j.policy;
+  a.choice("misfire", &p.misfire, kMisfireNames);
+  a.dur("threshold", &p.misfire_threshold);
+  a.num("catch-up-max", &p.catch_up_max, 1, 1000, "a count");
+  a.dur("catch-up-spacing", &p.catch_up_spacing);
+  a.choice("overlap", &p.overlap, kOverlapNames);
+  a.num("max-concurrent", &p.max_concurrent, 1, 100, "a count");
+  a.int_range("priority", &j.priority_min, &j.priority_max, kMinPriority, kMaxPriority, "a priority");
+  a.opt_num("attempts", &j.max_attempts, 1, 100, "a count");
+  a.range("retry", &p.retry_initial, &p.retry_max);
+  a.num("retry-multiplier", &p.retry_multiplier_percent, 100, 1000, "a percentage");
+  a.num("jitter", &p.retry_jitter_percent, 0, 100, "a percentage");
+  a.opt_dur("timeout", &j.timeout);
+  if (a.has("run")) {
+    absl::Duration lo, hi;
+    a.range("run", &lo, &hi);
+    j.run.min_duration = lo;
+    j.run.max_duration = hi;
+  }
+  a.opt_num("fail", &j.run.fail_permille, 0, 1000, "an integer per-mille rate");
+  a.opt_num("permanent-fail", &j.run.permanent_fail_permille, 0, 1000, "an integer per-mille rate");
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (p.catch_up_spacing > absl::Hours(24))
+    return a.err(absl::StrCat("catch-up-spacing: expected a duration 0s..24h, got ",
+                              format_duration(p.catch_up_spacing)));
+  if (j.timeout && (*j.timeout <= absl::ZeroDuration() || *j.timeout > absl::Hours(24 * 7)))
+    return a.err(absl::StrCat("timeout: expected a duration in (0s, 7d], got ", format_duration(*j.timeout)));
+  if (j.run.fail_permille && j.run.permanent_fail_permille &&
+      *j.run.fail_permille + *j.run.permanent_fail_permille > 1000)
+    return a.err("fail, permanent-fail: their sum must not exceed 1000 per mille");
+  return absl::OkStatus();
+}
+
+// The kernel attribute a validate_job_spec() error is about, by its field.
+std::string_view attribute_of(std::string_view message, const JobSpec& j) {
+  struct Field {
+    std::string_view field, attribute;
+  };
+  static constexpr Field kFields[] = {
+      {"policy.max_attempts", "attempts"},
+      {"policy.retry_initial", "retry"},
+      {"policy.retry_multiplier_percent", "retry-multiplier"},
+      {"policy.retry_max", "retry"},
+      {"policy.timeout", "timeout"},
+      {"policy.misfire_threshold", "threshold"},
+      {"policy.catch_up_max", "catch-up-max"},
+      {"policy.catch_up_spacing", "catch-up-spacing"},
+      {"policy.max_concurrent", "max-concurrent"},
+      {"policy.priority", "priority"},
+      {"policy.retry_jitter_percent", "jitter"},
+      {"payload", "run"},
+  };
+  for (const auto& f : kFields)
+    if (message.substr(0, f.field.size()) == f.field) {
+      if (f.attribute == "timeout" && !j.timeout) return "timeout (from timing job-timeout)";
+      if (f.attribute == "attempts" && !j.max_attempts) return "attempts (from timing max-attempts)";
+      return f.attribute;
+    }
+  if (message.substr(0, 8) == "schedule")
+    return j.kind == JobSpec::Kind::kCron ? "expr, zone" : j.kind == JobSpec::Kind::kInterval ? "every" : "within";
+  return "job";
+}
+
+// The kernel's own check (validate_job_spec, core/kernel/job_store.h) of a job of
+// this line: a scenario whose jobs the kernel would refuse does not parse.
+absl::Status check_job_line(const Parser& parser, int line, const JobSpec& j, const Timing& t,
+                            absl::Time start) {
+  kairos::JobSpec k;
+  k.id = "scenario-job";
+  switch (j.kind) {
+    case JobSpec::Kind::kCron:
+      k.schedule.kind = ScheduleSpec::Kind::kCron;
+      k.schedule.cron = j.expr;
+      k.schedule.zone = j.zone;
+      break;
+    case JobSpec::Kind::kInterval:
+      k.schedule.kind = ScheduleSpec::Kind::kInterval;
+      k.schedule.every = j.every;
+      k.schedule.start = start;
+      break;
+    case JobSpec::Kind::kOnce:
+      k.schedule.kind = ScheduleSpec::Kind::kOnce;
+      k.schedule.at = start;
+      break;
+  }
+  k.payload = job_payload(j.run);
+  for (const std::int32_t priority : {j.priority_min, j.priority_max}) {
+    k.policy = job_policy(j, t, priority);
+    const absl::Status s = validate_job_spec(k);
+    if (!s.ok())
+      return parser.error(line, absl::StrCat("job: ", absl_sv(attribute_of(std_sv(s.message()), j)),
+                                             ": the kernel refuses this job: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view to_string(ControlSpec::Op op) {
+  switch (op) {
+    case ControlSpec::Op::kPause: return "pause";
+    case ControlSpec::Op::kReschedule: return "reschedule";
+    case ControlSpec::Op::kTrigger: return "trigger";
+  }
+  return "?";
+}
+
+kairos::JobPolicy job_policy(const JobSpec& j, const Timing& timing, std::int32_t priority) {
+  kairos::JobPolicy p = j.policy;
+  p.timeout = j.timeout.value_or(timing.job_timeout);
+  p.max_attempts = j.max_attempts.value_or(timing.max_attempts);
+  p.priority = priority;
+  return p;
+}
+
+std::string_view to_string(FaultKind kind) {
+  for (const auto& f : kFaultNames)
+    if (f.kind == kind) return f.name;
+  return "?";
+}
+
+bool parse_fault_kind(std::string_view text, FaultKind* out) {
+  for (const auto& f : kFaultNames) {
+    if (f.name == text) {
+      *out = f.kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool valid_selector(std::string_view s, const Topology& t) {
+  if (s == "store" || s == "sink" || s == "client" || s == "any" || s == "any-worker" ||
+      s == "any-scheduler" || s == "leader")
+    return true;
+  auto indexed = [&](std::string_view prefix, std::uint32_t n) {
+    if (s.substr(0, prefix.size()) != prefix) return false;
+    std::uint32_t k;
+    return absl::SimpleAtoi(absl_sv(s.substr(prefix.size())), &k) && k >= 1 && k <= n;
+  };
+  return indexed("scheduler-", t.schedulers) || indexed("worker-", t.workers);
+}
+
+absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view filename) {
+  Parser parser(filename);
+  Scenario s;
+  std::set<std::string> seen_once;
+  // Selectors are checked against the final topology, so remember their lines.
+  std::vector<std::pair<int, std::string>> selectors;
+  // Job and control lines are checked against the whole file at the end.
+  std::vector<int> job_lines, control_lines;
+  int number = 0;
+  for (absl::string_view raw : absl::StrSplit(absl_sv(text), '\n')) {
+    ++number;
+    KAIROS_ASSIGN_OR_RETURN(Line line, parser.split(number, std_sv(raw)));
+    if (line.words.empty()) continue;
+    const std::string& d = line.words[0];
+    auto once = [&]() -> absl::Status {
+      if (!seen_once.insert(d).second)
+        return parser.error(number, absl::StrCat(d, ": given twice"));
+      return absl::OkStatus();
+    };
+    auto want_words = [&](std::size_t n, std::string_view what) -> absl::Status {
+      if (line.words.size() < n + 1)
+        return parser.error(number, absl::StrCat(d, ": expected ", absl_sv(what)));
+      return absl::OkStatus();
+    };
+    if (d == "name") {
+      KAIROS_RETURN_IF_ERROR(once());
+      if (line.words.size() != 2 || !valid_name(line.words[1]))
+        return parser.error(number, "name: expected one name of [a-z0-9._-]");
+      s.name = line.words[1];
+    } else if (d == "description") {
+      KAIROS_RETURN_IF_ERROR(once());
+      std::vector<std::string> rest(line.words.begin() + 1, line.words.end());
+      s.description = absl::StrJoin(rest, " ");
+    } else if (d == "start") {
+      KAIROS_RETURN_IF_ERROR(once());
+      std::string err;
+      if (line.words.size() != 2 ||
+          !absl::ParseTime(absl::RFC3339_full, line.words[1], &s.start, &err))
+        return parser.error(number, "start: expected an RFC 3339 time like 2026-03-08T00:00:00Z");
+    } else if (d == "duration" || d == "quiet-tail") {
+      KAIROS_RETURN_IF_ERROR(once());
+      if (line.words.size() != 2) return parser.error(number, absl::StrCat(d, ": expected one duration"));
+      auto v = parse_duration(line.words[1]);
+      if (!v.ok()) return parser.error(number, absl::StrCat(d, ": ", v.status().message()));
+      (d == "duration" ? s.duration : s.quiet_tail) = *v;
+    } else if (d == "topology") {
+      KAIROS_RETURN_IF_ERROR(once());
+      Attrs a(parser, line, d, 1);
+      a.num("schedulers", &s.topology.schedulers, 0, 16, "a count");
+      a.num("workers", &s.topology.workers, 0, 256, "a count");
+      a.num("shards", &s.topology.shards, 1, 1024, "a count");
+      a.num("slots", &s.topology.slots, 1, 1024, "a count");
+      KAIROS_RETURN_IF_ERROR(a.finish());
+    } else if (d == "timing") {
+      KAIROS_RETURN_IF_ERROR(once());
+      Attrs a(parser, line, d, 1);
+      a.dur("poll", &s.timing.poll);
+      a.dur("lease", &s.timing.lease);
+      a.dur("job-timeout", &s.timing.job_timeout);
+      a.num("max-attempts", &s.timing.max_attempts, 1, 100, "a count");
+      KAIROS_RETURN_IF_ERROR(a.finish());
+    } else if (d == "network") {
+      KAIROS_RETURN_IF_ERROR(once());
+      Attrs a(parser, line, d, 1);
+      a.range("delay", &s.network.min_delay, &s.network.max_delay);
+      a.permille("slow", &s.network.slow_permille);
+      a.dur("slow-max", &s.network.slow_max);
+      a.permille("loss", &s.network.loss_permille);
+      a.permille("duplicate", &s.network.dup_permille);
+      a.permille("replay", &s.network.replay_permille);
+      KAIROS_RETURN_IF_ERROR(a.finish());
+    } else if (d == "store") {
+      KAIROS_RETURN_IF_ERROR(once());
+      Attrs a(parser, line, d, 1);
+      a.dur("sync", &s.store.sync_interval);
+      a.range("service", &s.store.service_min, &s.store.service_max);
+      a.dur("timeout", &s.store.client_timeout);
+      a.dur("connect-timeout", &s.store.connect_timeout);
+      a.boolean("record-writes", &s.store.record_writes);
+      KAIROS_RETURN_IF_ERROR(a.finish());
+    } else if (d == "sink") {
+      KAIROS_RETURN_IF_ERROR(once());
+      Attrs a(parser, line, d, 1);
+      a.permille("error", &s.sink.error_permille);
+      a.permille("timeout", &s.sink.timeout_permille);
+      a.dur("wait", &s.sink.timeout);
+      KAIROS_RETURN_IF_ERROR(a.finish());
+    } else if (d == "runner") {
+      KAIROS_RETURN_IF_ERROR(once());
+      Attrs a(parser, line, d, 1);
+      a.range("duration", &s.runner.min_duration, &s.runner.max_duration);
+      a.permille("tail", &s.runner.tail_permille);
+      a.dur("tail-max", &s.runner.tail_max);
+      a.permille("fail", &s.runner.fail_permille);
+      a.permille("permanent-fail", &s.runner.permanent_fail_permille);
+      a.permille("hang", &s.runner.hang_permille);
+      KAIROS_RETURN_IF_ERROR(a.finish());
+    } else if (d == "clock") {
+      KAIROS_RETURN_IF_ERROR(want_words(1, "a node selector"));
+      ClockSpec c;
+      c.node = line.words[1];
+      Attrs a(parser, line, d, 2);
+      a.dur("offset", &c.offset, /*allow_sign=*/true);
+      a.num("drift", &c.drift_ppm, -500000, 500000, "a drift in ppm");
+      KAIROS_RETURN_IF_ERROR(a.finish());
+      selectors.emplace_back(number, c.node);
+      s.clocks.push_back(std::move(c));
+    } else if (d == "job") {
+      KAIROS_RETURN_IF_ERROR(want_words(1, "a kind: cron, once or interval"));
+      JobSpec j;
+      const std::string& kind = line.words[1];
+      Attrs a(parser, line, d, 2);
+      a.num("count", &j.count, 1, 10000000, "a count");
+      if (kind == "cron") {
+        j.kind = JobSpec::Kind::kCron;
+        if (!a.has("expr")) return a.err("cron: expected expr=\"<cron expression>\"");
+        a.str("expr", &j.expr);
+        a.str("zone", &j.zone);
+      } else if (kind == "once") {
+        j.kind = JobSpec::Kind::kOnce;
+        a.dur("within", &j.within);
+      } else if (kind == "interval") {
+        j.kind = JobSpec::Kind::kInterval;
+        a.dur("every", &j.every);
+        if (j.every <= absl::ZeroDuration()) return a.err("every: must be positive");
+      } else {
+        return parser.error(number, absl::StrCat("job: expected a kind cron, once or interval, got \"", kind, "\""));
+      }
+      KAIROS_RETURN_IF_ERROR(parse_job_attrs(a, j));
+      job_lines.push_back(number);
+      s.jobs.push_back(std::move(j));
+    } else if (d == "cancel") {
+      CancelSpec c;
+      Attrs a(parser, line, d, 1);
+      a.num("count", &c.count, 1, 10000000, "a count");
+      a.dur("at", &c.at);
+      KAIROS_RETURN_IF_ERROR(a.finish());
+      s.cancels.push_back(c);
+    } else if (d == "pause" || d == "reschedule" || d == "trigger") {
+      ControlSpec c;
+      c.op = d == "pause" ? ControlSpec::Op::kPause
+                          : d == "reschedule" ? ControlSpec::Op::kReschedule : ControlSpec::Op::kTrigger;
+      Attrs a(parser, line, d, 1);
+      if (!a.has("at")) return a.err("expected at=<duration>");
+      if (!a.has("count")) return a.err("expected count=N");
+      a.dur("at", &c.at);
+      a.num("count", &c.count, 1, 10000000, "a count");
+      a.num("job", &c.job, 1, 10000, "a job line number (1-based)");
+      if (c.op == ControlSpec::Op::kPause) {
+        a.opt_dur("for", &c.resume_after);
+      } else if (c.op == ControlSpec::Op::kReschedule) {
+        if (a.has("every") == a.has("expr"))
+          return a.err("expected exactly one new schedule: every=<duration> or expr=\"<cron expression>\"");
+        if (a.has("zone") && !a.has("expr")) return a.err("zone: only with expr=");
+        a.dur("every", &c.every);
+        a.str("expr", &c.expr);
+        a.str("zone", &c.zone);
+      }
+      KAIROS_RETURN_IF_ERROR(a.finish());
+      if (c.resume_after && *c.resume_after <= absl::ZeroDuration())
+        return a.err("for: expected a positive duration");
+      if (c.op == ControlSpec::Op::kReschedule) {
+        ScheduleSpec sch;
+        if (c.expr.empty()) {
+          if (c.every <= absl::ZeroDuration()) return a.err("every: must be positive");
+          sch.kind = ScheduleSpec::Kind::kInterval;
+          sch.every = c.every;
+          sch.start = s.start;
+        } else {
+          sch.kind = ScheduleSpec::Kind::kCron;
+          sch.cron = c.expr;
+          sch.zone = c.zone;
+        }
+        auto compiled = Schedule::compile(sch, "scenario-job");
+        if (!compiled.ok())
+          return a.err(absl::StrCat(c.expr.empty() ? "every" : "expr, zone", ": ", compiled.status().message()));
+      }
+      control_lines.push_back(number);
+      s.controls.push_back(std::move(c));
+    } else if (d == "fault") {
+      KAIROS_RETURN_IF_ERROR(want_words(1, "a fault kind"));
+      FaultSpec f;
+      if (!parse_fault_kind(line.words[1], &f.kind)) {
+        std::vector<std::string> names;
+        for (const auto& n : kFaultNames) names.emplace_back(n.name);
+        return parser.error(number, absl::StrCat("fault: unknown kind \"", line.words[1],
+                                                 "\"; expected one of ", absl::StrJoin(names, ", ")));
+      }
+      Attrs a(parser, line, d + " " + line.words[1], 2);
+      if (!a.has("at")) return a.err("expected at=<duration>");
+      a.dur("at", &f.at);
+      a.dur("for", &f.length);
+      a.str("node", &f.node);
+      a.str("peer", &f.peer);
+      a.dur("amount", &f.amount, /*allow_sign=*/true);
+      a.num("drift", &f.drift_ppm, -500000, 500000, "a drift in ppm");
+      a.str("point", &f.point);
+      a.permille("loss", &f.loss);
+      a.permille("duplicate", &f.duplicate);
+      a.permille("replay", &f.replay);
+      a.permille("error", &f.error);
+      a.permille("timeout", &f.timeout);
+      KAIROS_RETURN_IF_ERROR(a.finish());
+      if ((f.kind == FaultKind::kPartition || f.kind == FaultKind::kOneWay) && f.peer.empty())
+        return a.err("expected peer=<node>");
+      if (f.kind == FaultKind::kCrashAt && f.point.empty())
+        return a.err("expected point=<crash point name>");
+      selectors.emplace_back(number, f.node);
+      if (!f.peer.empty()) selectors.emplace_back(number, f.peer);
+      s.faults.push_back(std::move(f));
+    } else if (d == "swarm") {
+      KAIROS_RETURN_IF_ERROR(once());
+      Attrs a(parser, line, d, 1);
+      a.num("per-hour", &s.random_faults.per_hour, 0, 100000, "a count");
+      a.range("for", &s.random_faults.min_length, &s.random_faults.max_length);
+      std::string kinds;
+      a.str("kinds", &kinds);
+      KAIROS_RETURN_IF_ERROR(a.finish());
+      for (absl::string_view k : absl::StrSplit(kinds, ',', absl::SkipEmpty())) {
+        FaultKind fk;
+        if (!parse_fault_kind(std_sv(k), &fk))
+          return a.err(absl::StrCat("kinds: unknown fault kind \"", k, "\""));
+        s.random_faults.kinds.push_back(fk);
+      }
+    } else if (d == "ignore") {
+      KAIROS_RETURN_IF_ERROR(want_words(1, "an invariant name"));
+      for (std::size_t i = 1; i < line.words.size(); ++i) s.ignored.push_back(line.words[i]);
+    } else {
+      return parser.error(number, absl::StrCat("unknown directive \"", d,
+                                               "\"; expected one of name, description, start, "
+                                               "duration, quiet-tail, topology, timing, network, "
+                                               "store, sink, runner, clock, job, cancel, pause, "
+                                               "reschedule, trigger, fault, swarm, ignore"));
+    }
+  }
+  for (const auto& [line, sel] : selectors)
+    if (!valid_selector(sel, s.topology))
+      return parser.error(line, absl::StrCat("unknown node \"", sel,
+                                             "\"; expected scheduler-K, worker-K (within the "
+                                             "topology), store, sink, client, any, any-worker, "
+                                             "any-scheduler or leader"));
+  if (s.quiet_tail > s.duration)
+    return parser.error(number, "quiet-tail: must not exceed the duration");
+  for (std::size_t i = 0; i < s.jobs.size(); ++i)
+    KAIROS_RETURN_IF_ERROR(check_job_line(parser, job_lines[i], s.jobs[i], s.timing, s.start));
+  for (std::size_t i = 0; i < s.controls.size(); ++i) {
+    const ControlSpec& c = s.controls[i];
+    if (c.job == 0) continue;
+    const std::string what = absl::StrCat(absl_sv(to_string(c.op)), ": job: ");
+    if (c.job > s.jobs.size())
+      return parser.error(control_lines[i], absl::StrCat(what, "the file has ", s.jobs.size(),
+                                                         " job lines, no job line ", c.job));
+    if (!s.jobs[c.job - 1].recurring())
+      return parser.error(control_lines[i], absl::StrCat(what, "job line ", c.job,
+                                                         " is a one-off; expected a cron or interval job line"));
+  }
+  return s;
+}
+
+absl::StatusOr<Scenario> load_scenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the scenario file"));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_scenario(buf.str(), path);
+}
+
+std::string format_scenario(const Scenario& s) {
+  std::string out;
+  auto line = [&](auto&&... parts) {
+    absl::StrAppend(&out, parts...);
+    out += "\n";
+  };
+  line("name ", s.name);
+  if (!s.description.empty()) line("description ", s.description);
+  line("start ", absl::FormatTime(absl::RFC3339_full, s.start, absl::UTCTimeZone()));
+  line("duration ", format_duration(s.duration));
+  line("quiet-tail ", format_duration(s.quiet_tail));
+  line("topology schedulers=", s.topology.schedulers, " workers=", s.topology.workers,
+       " shards=", s.topology.shards, " slots=", s.topology.slots);
+  line("timing poll=", format_duration(s.timing.poll), " lease=", format_duration(s.timing.lease),
+       " job-timeout=", format_duration(s.timing.job_timeout),
+       " max-attempts=", s.timing.max_attempts);
+  const auto& n = s.network;
+  line("network delay=", range_text(n.min_delay, n.max_delay), " slow=", n.slow_permille,
+       " slow-max=", format_duration(n.slow_max), " loss=", n.loss_permille,
+       " duplicate=", n.dup_permille, " replay=", n.replay_permille);
+  const auto& st = s.store;
+  line("store sync=", format_duration(st.sync_interval),
+       " service=", range_text(st.service_min, st.service_max),
+       " timeout=", format_duration(st.client_timeout),
+       " connect-timeout=", format_duration(st.connect_timeout),
+       " record-writes=", st.record_writes ? "yes" : "no");
+  line("sink error=", s.sink.error_permille, " timeout=", s.sink.timeout_permille,
+       " wait=", format_duration(s.sink.timeout));
+  const auto& r = s.runner;
+  line("runner duration=", range_text(r.min_duration, r.max_duration), " tail=", r.tail_permille,
+       " tail-max=", format_duration(r.tail_max), " fail=", r.fail_permille,
+       " permanent-fail=", r.permanent_fail_permille, " hang=", r.hang_permille);
+  for (const auto& c : s.clocks)
+    line("clock ", c.node, " offset=", signed_duration(c.offset), " drift=", c.drift_ppm);
+  for (const auto& j : s.jobs) {
+    std::string l;
+    switch (j.kind) {
+      case JobSpec::Kind::kCron:
+        l = absl::StrCat("job cron count=", j.count, " expr=", quote(j.expr), " zone=", quote(j.zone));
+        break;
+      case JobSpec::Kind::kOnce:
+        l = absl::StrCat("job once count=", j.count, " within=", format_duration(j.within));
+        break;
+      case JobSpec::Kind::kInterval:
+        l = absl::StrCat("job interval count=", j.count, " every=", format_duration(j.every));
+        break;
+    }
+    // Policy attributes that differ from JobPolicy's defaults, in a fixed order.
+    const JobPolicy d;
+    const JobPolicy& p = j.policy;
+    if (p.misfire != d.misfire) absl::StrAppend(&l, " misfire=", absl_sv(name_of(p.misfire, kMisfireNames)));
+    if (p.misfire_threshold != d.misfire_threshold)
+      absl::StrAppend(&l, " threshold=", format_duration(p.misfire_threshold));
+    if (p.catch_up_max != d.catch_up_max) absl::StrAppend(&l, " catch-up-max=", p.catch_up_max);
+    if (p.catch_up_spacing != d.catch_up_spacing)
+      absl::StrAppend(&l, " catch-up-spacing=", format_duration(p.catch_up_spacing));
+    if (p.overlap != d.overlap) absl::StrAppend(&l, " overlap=", absl_sv(name_of(p.overlap, kOverlapNames)));
+    if (p.max_concurrent != d.max_concurrent) absl::StrAppend(&l, " max-concurrent=", p.max_concurrent);
+    if (j.priority_min != d.priority || j.priority_max != d.priority) {
+      absl::StrAppend(&l, " priority=", j.priority_min);
+      if (j.priority_max != j.priority_min) absl::StrAppend(&l, "..", j.priority_max);
+    }
+    if (j.max_attempts) absl::StrAppend(&l, " attempts=", *j.max_attempts);
+    if (p.retry_initial != d.retry_initial || p.retry_max != d.retry_max)
+      absl::StrAppend(&l, " retry=", range_text(p.retry_initial, p.retry_max));
+    if (p.retry_multiplier_percent != d.retry_multiplier_percent)
+      absl::StrAppend(&l, " retry-multiplier=", p.retry_multiplier_percent);
+    if (p.retry_jitter_percent != d.retry_jitter_percent)
+      absl::StrAppend(&l, " jitter=", p.retry_jitter_percent);
+    if (j.timeout) absl::StrAppend(&l, " timeout=", format_duration(*j.timeout));
+    if (j.run.min_duration && j.run.max_duration)
+      absl::StrAppend(&l, " run=", range_text(*j.run.min_duration, *j.run.max_duration));
+    if (j.run.fail_permille) absl::StrAppend(&l, " fail=", *j.run.fail_permille);
+    if (j.run.permanent_fail_permille) absl::StrAppend(&l, " permanent-fail=", *j.run.permanent_fail_permille);
+    line(l);
+  }
+  for (const auto& c : s.cancels) line("cancel count=", c.count, " at=", format_duration(c.at));
+  for (const auto& c : s.controls) {
+    std::string l = absl::StrCat(absl_sv(to_string(c.op)), " at=", format_duration(c.at), " count=", c.count);
+    if (c.job != 0) absl::StrAppend(&l, " job=", c.job);
+    if (c.resume_after) absl::StrAppend(&l, " for=", format_duration(*c.resume_after));
+    if (c.op == ControlSpec::Op::kReschedule) {
+      if (c.expr.empty())
+        absl::StrAppend(&l, " every=", format_duration(c.every));
+      else
+        absl::StrAppend(&l, " expr=", quote(c.expr), " zone=", quote(c.zone));
+    }
+    line(l);
+  }
+  for (const auto& f : s.faults) {
+    std::string l = absl::StrCat("fault ", absl_sv(to_string(f.kind)), " at=", format_duration(f.at),
+                                 " node=", quote(f.node));
+    if (f.length != absl::ZeroDuration()) absl::StrAppend(&l, " for=", format_duration(f.length));
+    if (!f.peer.empty()) absl::StrAppend(&l, " peer=", quote(f.peer));
+    if (f.amount != absl::ZeroDuration()) absl::StrAppend(&l, " amount=", signed_duration(f.amount));
+    if (f.drift_ppm != 0) absl::StrAppend(&l, " drift=", f.drift_ppm);
+    if (!f.point.empty()) absl::StrAppend(&l, " point=", quote(f.point));
+    if (f.loss) absl::StrAppend(&l, " loss=", f.loss);
+    if (f.duplicate) absl::StrAppend(&l, " duplicate=", f.duplicate);
+    if (f.replay) absl::StrAppend(&l, " replay=", f.replay);
+    if (f.error) absl::StrAppend(&l, " error=", f.error);
+    if (f.timeout) absl::StrAppend(&l, " timeout=", f.timeout);
+    line(l);
+  }
+  if (s.random_faults.per_hour != 0 || !s.random_faults.kinds.empty()) {
+    std::vector<std::string> kinds;
+    for (FaultKind k : s.random_faults.kinds) kinds.emplace_back(to_string(k));
+    line("swarm per-hour=", s.random_faults.per_hour,
+         " for=", range_text(s.random_faults.min_length, s.random_faults.max_length),
+         " kinds=", absl::StrJoin(kinds, ","));
+  }
+  for (const auto& i : s.ignored) line("ignore ", i);
+  return out;
+}
+
+}  // namespace kairos::sim

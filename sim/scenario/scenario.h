@@ -1,0 +1,206 @@
+// Scenario: the declarative description of one simulation, and its text
+// format (documented in docs/SIMULATION.md, "Scenario files").
+//
+// A scenario file is line based: one directive per line, `#` starts a
+// comment, blank lines are ignored. A directive is a keyword followed by
+// positional words and key=value attributes; a value with spaces is written in
+// double quotes. Durations use the project's one grammar (core/base/duration.h:
+// "90s", "1h30m", "250ms"); a signed duration (clock offsets and jumps) may
+// start with '-'; a range is `<duration>..<duration>`; rates are integers
+// per mille. parse_scenario() is a pure function of its text (fuzz-friendly);
+// every error names the file, the line and what was expected:
+//   "scenarios/x.scenario:7: network: loss: expected an integer per-mille
+//    rate 0..1000, got \"5%\""
+// format_scenario() writes the canonical text; parse(format(s)) == s (for
+// millisecond-resolution durations, the grammar's unit).
+//
+// Job lines carry the job policy of issue 6 and a per-job run profile as
+// attributes (`misfire=catch-up catch-up-max=5 run=20s..40s fail=300`);
+// each is range-checked, and the whole job is then put through the kernel's
+// validate_job_spec(), so a scenario the kernel would refuse does not parse.
+// `pause`, `reschedule` and `trigger` lines are job control requests the
+// workload sends (sim/scenario/workload.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/kernel/records.h"
+#include "sim/world/sim_network.h"
+#include "sim/world/sim_runner.h"
+#include "sim/world/sink.h"
+#include "sim/world/store_service.h"
+
+namespace kairos::sim {
+
+struct Topology {
+  std::uint32_t schedulers = 3;
+  std::uint32_t workers = 4;
+  std::uint32_t shards = 4;
+  std::uint32_t slots = 32;  // runs one worker executes at once (max_concurrent)
+  friend bool operator==(const Topology&, const Topology&) = default;
+};
+
+// Timing configuration handed to the kernel (sim/world/kernel_nodes.h).
+struct Timing {
+  absl::Duration poll = absl::Seconds(1);
+  absl::Duration lease = absl::Seconds(10);
+  absl::Duration job_timeout = absl::Seconds(30);
+  std::uint32_t max_attempts = 3;
+  friend bool operator==(const Timing&, const Timing&) = default;
+};
+
+struct ClockSpec {
+  std::string node;  // a selector
+  absl::Duration offset = absl::ZeroDuration();
+  std::int64_t drift_ppm = 0;
+  friend bool operator==(const ClockSpec&, const ClockSpec&) = default;
+};
+
+// One `job` line: `count` jobs of one kind, with the policy (issue 6,
+// docs/POLICIES.md) and the simulated execution profile they share.
+struct JobSpec {
+  enum class Kind : std::uint8_t { kCron, kOnce, kInterval };
+  Kind kind = Kind::kInterval;
+  std::uint32_t count = 1;
+  std::string expr;                                // kCron
+  std::string zone = "UTC";                        // kCron
+  absl::Duration every = absl::Minutes(1);         // kInterval
+  absl::Duration within = absl::Hours(1);          // kOnce: spread over [0, within)
+  // The policy attributes: JobPolicy's defaults where the line is silent.
+  // Three fields are NOT read from `policy`: timeout and max_attempts come
+  // from `timeout` / `max_attempts` below (absent: the scenario's `timing`
+  // line), and the priority from [priority_min, priority_max] (each job
+  // draws one from the seed when the range is wider than one value). Use
+  // job_policy() for the resolved policy.
+  kairos::JobPolicy policy;
+  std::optional<absl::Duration> timeout;
+  std::optional<std::uint32_t> max_attempts;
+  std::int32_t priority_min = kairos::JobPolicy{}.priority;
+  std::int32_t priority_max = kairos::JobPolicy{}.priority;
+  // The run profile of this line's jobs; absent fields: the `runner` line.
+  JobRunProfile run;
+  bool recurring() const { return kind != Kind::kOnce; }
+  friend bool operator==(const JobSpec&, const JobSpec&) = default;
+};
+
+// The policy a job of line `j` is created with, priority `priority`
+// (normally drawn from [j.priority_min, j.priority_max]).
+kairos::JobPolicy job_policy(const JobSpec& j, const Timing& timing, std::int32_t priority);
+
+struct CancelSpec {
+  std::uint32_t count = 1;
+  absl::Duration at = absl::ZeroDuration();
+  friend bool operator==(const CancelSpec&, const CancelSpec&) = default;
+};
+
+// A job-control directive (issue 6): `pause`, `reschedule` or `trigger` of
+// `count` distinct recurring jobs at `at` (since the start), chosen among the
+// jobs of job line `job` (1-based) or, when 0, among all recurring jobs.
+struct ControlSpec {
+  enum class Op : std::uint8_t { kPause, kReschedule, kTrigger };
+  Op op = Op::kPause;
+  absl::Duration at = absl::ZeroDuration();
+  std::uint32_t count = 1;
+  std::uint32_t job = 0;
+  // kPause: each job is resumed this long after `at`; absent: never.
+  std::optional<absl::Duration> resume_after;
+  // kReschedule: the new schedule, an interval (`every` > 0; it starts one
+  // period after `at`) or a cron expression (`expr`) in `zone`.
+  absl::Duration every = absl::ZeroDuration();
+  std::string expr;
+  std::string zone = "UTC";
+  friend bool operator==(const ControlSpec&, const ControlSpec&) = default;
+};
+std::string_view to_string(ControlSpec::Op op);
+
+enum class FaultKind : std::uint8_t {
+  kPause,         // node stalls for `length`
+  kCrash,         // node crashes; restarts after `length` (0: never)
+  kCrashAt,       // node crashes when it next reaches crash point `point`
+  kPartition,     // node <-> peer cut for `length`
+  kOneWay,        // node -> peer cut for `length`
+  kIsolate,       // node cut from everyone for `length`
+  kSwizzle,       // slow nodes one by one, heal in another order, over `length`
+  kNet,           // message faults (loss/duplicate/replay) for `length`
+  kStoreOutage,   // store answers unavailable for `length`
+  kStoreSlow,     // store adds `amount` per request for `length`
+  kStoreCrash,    // store crashes; restarts after `length`
+  kClockJump,     // node's clock steps by `amount` (signed)
+  kClockDrift,    // node's clock drift set to `drift` ppm
+  kSinkFaults,    // sink error/timeout rates for `length`
+  kFleetRestart,  // every scheduler and worker crashes, restarts after `length`
+};
+std::string_view to_string(FaultKind kind);
+bool parse_fault_kind(std::string_view text, FaultKind* out);
+inline constexpr FaultKind kAllFaultKinds[] = {
+    FaultKind::kPause,      FaultKind::kCrash,      FaultKind::kCrashAt,   FaultKind::kPartition,
+    FaultKind::kOneWay,     FaultKind::kIsolate,    FaultKind::kSwizzle,   FaultKind::kNet,
+    FaultKind::kStoreOutage, FaultKind::kStoreSlow, FaultKind::kStoreCrash, FaultKind::kClockJump,
+    FaultKind::kClockDrift, FaultKind::kSinkFaults, FaultKind::kFleetRestart};
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::kPause;
+  absl::Duration at = absl::ZeroDuration();  // since the start
+  absl::Duration length = absl::ZeroDuration();
+  std::string node = "any";  // selector
+  std::string peer;          // selector (partition, one-way)
+  absl::Duration amount = absl::ZeroDuration();
+  std::int64_t drift_ppm = 0;
+  std::string point;  // crash-at
+  std::uint32_t loss = 0, duplicate = 0, replay = 0;  // net
+  std::uint32_t error = 0, timeout = 0;               // sink-faults
+  friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
+};
+
+// Random faults drawn per seed (swarm testing).
+struct RandomFaults {
+  std::uint32_t per_hour = 0;
+  std::vector<FaultKind> kinds;
+  absl::Duration min_length = absl::Seconds(1);
+  absl::Duration max_length = absl::Seconds(30);
+  friend bool operator==(const RandomFaults&, const RandomFaults&) = default;
+};
+
+struct Scenario {
+  std::string name = "unnamed";
+  std::string description;
+  absl::Time start = absl::FromUnixSeconds(1767225600);  // 2026-01-01T00:00:00Z
+  absl::Duration duration = absl::Hours(1);
+  absl::Duration quiet_tail = absl::Minutes(5);
+  Topology topology;
+  Timing timing;
+  NetworkConfig network;
+  StoreConfig store;
+  SinkConfig sink;
+  RunnerConfig runner;
+  std::vector<ClockSpec> clocks;
+  std::vector<JobSpec> jobs;
+  std::vector<CancelSpec> cancels;
+  std::vector<ControlSpec> controls;  // in file order
+  std::vector<FaultSpec> faults;
+  RandomFaults random_faults;
+  // Invariants switched off by `ignore NAME` (all are on by default).
+  std::vector<std::string> ignored;
+  friend bool operator==(const Scenario&, const Scenario&) = default;
+};
+
+// Parses scenario text. `filename` only labels errors.
+absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view filename);
+// Reads and parses a file.
+absl::StatusOr<Scenario> load_scenario(const std::string& path);
+// The canonical text of `s`.
+std::string format_scenario(const Scenario& s);
+
+// Node selectors: "scheduler-K", "worker-K" (1-based), "store", "sink",
+// "client", "any", "any-worker", "any-scheduler", "leader". Checks the syntax
+// and, for indexed names, the range against `t`.
+bool valid_selector(std::string_view selector, const Topology& t);
+
+}  // namespace kairos::sim

@@ -1,0 +1,407 @@
+#include "sim/scenario/workload.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "core/schedule/schedule.h"
+#include "core/kernel/scheduler_node.h"
+#include "sim/world/cluster.h"
+
+namespace kairos::sim {
+
+namespace {
+
+// The longest one attempt of a job with `policy` and run profile `run` may
+// execute: its longest simulated duration (plus the runner's tail), the
+// sink's wait, capped at the job's timeout (the timeout itself when runs may
+// hang).
+absl::Duration longest_run(const Scenario& s, const JobRunProfile& run, const JobPolicy& policy) {
+  const RunnerConfig c = apply_run_profile(job_payload(run), s.runner);
+  absl::Duration d = c.max_duration + (c.tail_permille != 0 ? c.tail_max : absl::ZeroDuration()) +
+                     s.sink.timeout;
+  if (c.hang_permille != 0 || d > policy.timeout) d = policy.timeout;
+  return d;
+}
+
+// Appends the occurrences of `schedule` with lo < fire time < hi (lo
+// inclusive when `lo_inclusive`), fire time <= until.
+void append_fires(const JobTimeline& job, const Schedule& schedule, std::optional<Fire> f,
+                  absl::Time lo, bool lo_inclusive, absl::Time hi, absl::Time until,
+                  std::vector<Occurrence>& out) {
+  for (; f && f->at < hi && f->at <= until; f = schedule.next_after(f->nominal)) {
+    if (f->at < lo || (!lo_inclusive && f->at == lo)) continue;
+    out.push_back({job.id, job.incarnation, f->nominal, f->at});
+  }
+}
+
+}  // namespace
+
+std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time until) {
+  std::vector<Occurrence> out;
+  // Nothing at or after `cut` is certain.
+  absl::Time cut = absl::InfiniteFuture();
+  for (const auto& p : job.pauses)
+    if (!p.resumed) cut = std::min(cut, p.sent - kControlMargin);
+  std::vector<JobTimeline::Reschedule> changes = job.reschedules;
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const auto& a, const auto& b) { return a.sent < b.sent; });
+
+  // The creation schedule: the first fire as the job API defines it
+  // (docs/ARCHITECTURE.md): a one-off fires once even if created late; others
+  // from their creation on.
+  auto first = Schedule::compile(job.schedule, job.id);
+  KAIROS_CHECK(first.ok());
+  const Schedule* current = &*first;
+  std::optional<Fire> f = job.schedule.kind == ScheduleSpec::Kind::kOnce
+                              ? first->next_after(absl::InfinitePast())
+                              : first->next_after(job.created_at - absl::Microseconds(1));
+  absl::Time lo = absl::InfinitePast();
+  bool lo_inclusive = true;
+  std::vector<Schedule> compiled;  // keeps the later schedules alive
+  compiled.reserve(changes.size());
+  for (const auto& c : changes) {
+    const absl::Time hi = std::min(cut, c.sent - kControlMargin);
+    append_fires(job, *current, f, lo, lo_inclusive, hi, until, out);
+    if (!c.acked) return out;  // nothing later is certain
+    auto next = Schedule::compile(c.schedule, job.id);
+    KAIROS_CHECK(next.ok());
+    compiled.push_back(*std::move(next));
+    current = &compiled.back();
+    lo = *c.acked + kControlMargin;
+    lo_inclusive = false;
+    // Start well before lo: a fire time may precede its nominal time by a
+    // DST shift; append_fires skips what is not after lo.
+    f = current->next_after(lo - absl::Hours(3));
+  }
+  append_fires(job, *current, f, lo, lo_inclusive, cut, until, out);
+  return out;
+}
+
+Workload::Workload(const Scenario& s, absl::Time start, Random random) : random_(random) {
+  std::vector<std::size_t> recurring;
+  for (std::size_t spec_i = 0; spec_i < s.jobs.size(); ++spec_i) {
+    const JobSpec& spec = s.jobs[spec_i];
+    for (std::uint32_t i = 0; i < spec.count; ++i) {
+      PlannedJob j;
+      j.line = spec_i;
+      j.spec.payload = job_payload(spec.run);
+      ScheduleSpec& sch = j.spec.schedule;
+      switch (spec.kind) {
+        case JobSpec::Kind::kCron:
+          j.spec.id = absl::StrCat("cron-", spec_i, "-", i);
+          sch.kind = ScheduleSpec::Kind::kCron;
+          sch.cron = spec.expr;
+          sch.zone = spec.zone;
+          j.create_at = random_.duration_between(absl::ZeroDuration(), absl::Seconds(30));
+          j.recurring = true;
+          break;
+        case JobSpec::Kind::kInterval:
+          j.spec.id = absl::StrCat("every-", spec_i, "-", i);
+          sch.kind = ScheduleSpec::Kind::kInterval;
+          sch.every = spec.every;
+          j.create_at = random_.duration_between(absl::ZeroDuration(), absl::Seconds(30));
+          sch.start = start + j.create_at + random_.duration_between(absl::Seconds(1), spec.every);
+          j.recurring = true;
+          break;
+        case JobSpec::Kind::kOnce: {
+          j.spec.id = absl::StrCat("once-", spec_i, "-", i);
+          sch.kind = ScheduleSpec::Kind::kOnce;
+          const absl::Duration due = random_.duration_between(absl::ZeroDuration(), spec.within);
+          sch.at = start + due;
+          j.create_at = std::max(absl::ZeroDuration(),
+                                 due - random_.duration_between(absl::ZeroDuration(), absl::Minutes(10)));
+          break;
+        }
+      }
+      // A priority range draws one per job (nothing drawn for a single value,
+      // so plans without ranges are unchanged).
+      const std::int32_t priority =
+          spec.priority_min == spec.priority_max
+              ? spec.priority_min
+              : static_cast<std::int32_t>(random_.between(spec.priority_min, spec.priority_max));
+      j.spec.policy = job_policy(spec, s.timing, priority);
+      j.longest_run = longest_run(s, spec.run, j.spec.policy);
+      if (j.recurring) recurring.push_back(jobs_.size());
+      jobs_.push_back(std::move(j));
+    }
+  }
+  const std::vector<std::size_t> all_recurring = recurring;
+  for (const auto& c : s.cancels) {
+    for (std::uint32_t i = 0; i < c.count && !recurring.empty(); ++i) {
+      const std::size_t k = random_.below(recurring.size());
+      cancels_.push_back({c.at, recurring[k]});
+      jobs_[recurring[k]].cancel_requested = true;
+      recurring.erase(recurring.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  for (const auto& c : s.controls) {
+    std::vector<std::size_t> candidates;
+    for (std::size_t k : all_recurring)
+      if (c.job == 0 || jobs_[k].line + 1 == c.job) candidates.push_back(k);
+    for (std::uint32_t i = 0; i < c.count && !candidates.empty(); ++i) {
+      const std::size_t k = random_.below(candidates.size());
+      PlannedControl p;
+      p.at = c.at;
+      p.job = candidates[k];
+      candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(k));
+      switch (c.op) {
+        case ControlSpec::Op::kPause:
+          p.op = Op::kPause;
+          break;
+        case ControlSpec::Op::kTrigger:
+          p.op = Op::kTrigger;
+          break;
+        case ControlSpec::Op::kReschedule:
+          p.op = Op::kReschedule;
+          if (c.expr.empty()) {
+            // An interval starting one period after the reschedule time.
+            p.schedule.kind = ScheduleSpec::Kind::kInterval;
+            p.schedule.every = c.every;
+            p.schedule.start = start + c.at + c.every;
+          } else {
+            p.schedule.kind = ScheduleSpec::Kind::kCron;
+            p.schedule.cron = c.expr;
+            p.schedule.zone = c.zone;
+          }
+          break;
+      }
+      controls_.push_back(p);
+      if (c.op == ControlSpec::Op::kPause && c.resume_after) {
+        PlannedControl r;
+        r.op = Op::kResume;
+        r.at = c.at + *c.resume_after;
+        r.job = p.job;
+        r.pause = controls_.size() - 1;
+        controls_.push_back(r);
+      }
+    }
+  }
+}
+
+std::string_view Workload::name(Op op) {
+  switch (op) {
+    case Op::kPause: return "pause";
+    case Op::kResume: return "resume";
+    case Op::kReschedule: return "reschedule";
+    case Op::kTrigger: return "trigger";
+  }
+  return "?";
+}
+
+std::size_t Workload::created() const {
+  std::size_t n = 0;
+  for (const auto& j : jobs_) n += j.acked.has_value();
+  return n;
+}
+
+std::size_t Workload::controls_acked() const {
+  std::size_t n = 0;
+  for (const auto& c : controls_) n += c.state == State::kAcked;
+  return n;
+}
+
+std::size_t Workload::controls_refused() const {
+  std::size_t n = 0;
+  for (const auto& c : controls_) n += c.state == State::kRefused;
+  return n;
+}
+
+void Workload::start(NodeContext& ctx) {
+  ctx_ = &ctx;
+  ++generation_;
+  const absl::Duration elapsed = ctx.world.elapsed();
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    if (jobs_[i].acked) continue;
+    const std::uint64_t gen = generation_;
+    ctx.timers.after(std::max(absl::ZeroDuration(), jobs_[i].create_at - elapsed), [this, i, gen] {
+      if (gen == generation_) create(i);
+    });
+  }
+  for (std::size_t i = 0; i < cancels_.size(); ++i) {
+    if (cancels_[i].acked) continue;
+    const std::uint64_t gen = generation_;
+    ctx.timers.after(std::max(absl::ZeroDuration(), cancels_[i].at - elapsed), [this, i, gen] {
+      if (gen == generation_) cancel(i);
+    });
+  }
+  for (std::size_t i = 0; i < controls_.size(); ++i) {
+    if (controls_[i].state != State::kPending) continue;
+    const std::uint64_t gen = generation_;
+    ctx.timers.after(std::max(absl::ZeroDuration(), controls_[i].at - elapsed), [this, i, gen] {
+      if (gen == generation_) control(i);
+    });
+  }
+}
+
+void Workload::create(std::size_t i) {
+  PlannedJob& j = jobs_[i];
+  if (j.acked) return;
+  ++j.attempts;
+  const std::uint64_t gen = generation_;
+  NodeContext& ctx = *ctx_;
+  // Retry unless answered meanwhile (the answer may never come).
+  ctx.timers.after(kRetryAfter, [this, i, gen] {
+    if (gen == generation_ && !jobs_[i].acked) create(i);
+  });
+  SchedulerNode* node = ctx.cluster.pick_scheduler(random_);
+  if (node == nullptr) return;
+  node->create_job(j.spec, [this, i](absl::StatusOr<CreateResult> r) {
+    PlannedJob& job = jobs_[i];
+    if (!r.ok() || job.acked) return;  // errors: the retry timer sends it again
+    job.acked = r->job;
+    client_jobs_.push_back({job.spec.id, r->job.incarnation, r->job.created_at, job.spec.policy,
+                            job.recurring, job.longest_run});
+    Event e;
+    e.at = ctx_->clock.now();
+    e.kind = "client.job_created";
+    e.with("job", job.spec.id).with("incarnation", r->job.incarnation).with("created_at", r->job.created_at);
+    ctx_->log.record(std::move(e));
+  });
+}
+
+void Workload::cancel(std::size_t index) {
+  PlannedCancel& c = cancels_[index];
+  if (c.acked) return;
+  const std::uint64_t gen = generation_;
+  NodeContext& ctx = *ctx_;
+  ctx.timers.after(kRetryAfter, [this, index, gen] {
+    if (gen == generation_ && !cancels_[index].acked) cancel(index);
+  });
+  if (!jobs_[c.job].acked) return;  // not created yet: try again later
+  SchedulerNode* node = ctx.cluster.pick_scheduler(random_);
+  if (node == nullptr) return;
+  node->cancel_job(jobs_[c.job].spec.id, [this, index](absl::StatusOr<CancelResult> r) {
+    PlannedCancel& c = cancels_[index];
+    if (!r.ok() || c.acked) return;
+    c.acked = true;
+    const std::string& id = jobs_[c.job].spec.id;
+    acked_cancels_.push_back({id, r->job.incarnation, ctx_->world.now()});
+    Event e;
+    e.at = ctx_->clock.now();
+    e.kind = "client.cancel_acked";
+    e.with("job", id).with("incarnation", r->job.incarnation);
+    ctx_->log.record(std::move(e));
+  });
+}
+
+void Workload::control(std::size_t index) {
+  PlannedControl& c = controls_[index];
+  if (c.state != State::kPending) return;
+  const std::uint64_t gen = generation_;
+  NodeContext& ctx = *ctx_;
+  ctx.timers.after(kRetryAfter, [this, index, gen] {
+    if (gen == generation_ && controls_[index].state == State::kPending) control(index);
+  });
+  if (!jobs_[c.job].acked) return;  // not created yet: try again later
+  if (c.op == Op::kResume) {
+    const State pause = controls_[c.pause].state;
+    if (pause == State::kPending) return;  // resume once the pause was answered
+    if (pause != State::kAcked) {
+      c.state = State::kDropped;  // nothing to resume
+      return;
+    }
+  }
+  SchedulerNode* node = ctx.cluster.pick_scheduler(random_);
+  if (node == nullptr) return;
+  if (!c.sent) c.sent = ctx.world.now();
+  const std::string& id = jobs_[c.job].spec.id;
+  auto on_control = [this, index](absl::StatusOr<ControlResult> r) {
+    answered(index, r.status(), r.ok() ? r->job.incarnation : 0, std::nullopt);
+  };
+  switch (c.op) {
+    case Op::kPause:
+      node->pause_job(id, std::move(on_control));
+      return;
+    case Op::kResume:
+      node->resume_job(id, std::move(on_control));
+      return;
+    case Op::kReschedule:
+      node->reschedule_job(id, c.schedule, std::move(on_control));
+      return;
+    case Op::kTrigger:
+      node->trigger_job(id, /*force=*/false, [this, index](absl::StatusOr<TriggerResult> r) {
+        answered(index, r.status(), r.ok() ? r->run.id.incarnation : 0,
+                 r.ok() ? std::optional<absl::Time>(r->run.id.nominal) : std::nullopt);
+      });
+      return;
+  }
+}
+
+void Workload::answered(std::size_t index, const absl::Status& status, std::uint64_t incarnation,
+                        std::optional<absl::Time> run_nominal) {
+  PlannedControl& c = controls_[index];
+  if (c.state != State::kPending) return;
+  // "Outcome unknown after retries": no answer; the retry timer re-sends.
+  if (status.code() == absl::StatusCode::kUnavailable) return;
+  c.state = status.ok() ? State::kAcked : State::kRefused;
+  c.answered = ctx_->world.now();
+  const std::string& id = jobs_[c.job].spec.id;
+  Event e;
+  e.at = ctx_->clock.now();
+  if (!status.ok()) {
+    e.kind = "client.control_refused";
+    e.with("job", id).with("op", std::string(name(c.op))).with("error", std::string(status.message()));
+  } else {
+    switch (c.op) {
+      case Op::kPause: e.kind = "client.paused"; break;
+      case Op::kResume: e.kind = "client.resumed"; break;
+      case Op::kReschedule: e.kind = "client.rescheduled"; break;
+      case Op::kTrigger: e.kind = "client.triggered"; break;
+    }
+    e.with("job", id).with("incarnation", incarnation);
+    if (run_nominal) e.with("nominal", *run_nominal);
+  }
+  ctx_->log.record(std::move(e));
+}
+
+JobTimeline Workload::timeline(std::size_t i) const {
+  const PlannedJob& j = jobs_[i];
+  JobTimeline t;
+  t.id = j.spec.id;
+  t.incarnation = j.acked->incarnation;
+  t.schedule = j.spec.schedule;
+  t.created_at = j.acked->created_at;
+  for (std::size_t k = 0; k < controls_.size(); ++k) {
+    const PlannedControl& c = controls_[k];
+    if (c.job != i || !c.sent) continue;  // never sent: no effect
+    if (c.op == Op::kReschedule) {
+      t.reschedules.push_back(
+          {*c.sent, c.state == State::kAcked ? c.answered : std::nullopt, c.schedule});
+    } else if (c.op == Op::kPause) {
+      bool resumed = false;
+      for (const auto& r : controls_)
+        if (r.op == Op::kResume && r.pause == k && r.state == State::kAcked) resumed = true;
+      t.pauses.push_back({*c.sent, resumed});
+    }
+  }
+  return t;
+}
+
+std::vector<PauseWindow> Workload::pause_windows() const {
+  std::vector<PauseWindow> out;
+  for (std::size_t k = 0; k < controls_.size(); ++k) {
+    const PlannedControl& c = controls_[k];
+    if (c.op != Op::kPause || !c.sent || !jobs_[c.job].acked) continue;
+    PauseWindow w{jobs_[c.job].spec.id, jobs_[c.job].acked->incarnation, *c.sent, absl::InfiniteFuture()};
+    for (const auto& r : controls_)
+      if (r.op == Op::kResume && r.pause == k && r.state == State::kAcked) w.to = *r.answered;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+std::vector<Occurrence> Workload::expected(absl::Time until) const {
+  std::vector<Occurrence> out;
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    const PlannedJob& j = jobs_[i];
+    if (!j.acked || j.cancel_requested) continue;
+    std::vector<Occurrence> mine = expected_occurrences(timeline(i), until);
+    out.insert(out.end(), std::make_move_iterator(mine.begin()), std::make_move_iterator(mine.end()));
+  }
+  return out;
+}
+
+}  // namespace kairos::sim

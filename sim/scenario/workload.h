@@ -1,0 +1,188 @@
+// Workload: the simulated users of Kairos. It lives on the cluster's client
+// node and drives the real job API -- SchedulerNode::create_job, cancel_job,
+// pause_job, resume_job, reschedule_job and trigger_job -- on a live
+// scheduler node chosen at random, as an API client would.
+//
+// The plan is drawn at construction from the scenario and a Random (one seed,
+// one plan): recurring cron jobs in their zones (created in the first 30 s),
+// interval jobs (first fire within one period), one-off jobs (due uniformly
+// in [0, within), each created up to 10 minutes before it is due, so they
+// arrive over time), each with its line's policy (a priority range draws one
+// priority per job) and its run profile in the payload (sim/world/sim_runner.h);
+// cancels of randomly chosen recurring jobs at their times; and the job
+// control directives (`pause`, `reschedule`, `trigger`): each picks `count`
+// distinct recurring jobs (of one job line, or of all) and acts on each at
+// its time; a pause with `for` resumes each job that long later (the resume
+// is sent once the pause was answered, and never when the pause was refused).
+// A request that gets no answer within kRetryAfter (its scheduler crashed,
+// paused or was cut off) is sent again to another scheduler: every body is
+// idempotent, so a retry is safe (a trigger re-sent after a lost answer may
+// legitimately make a second manual run). kUnavailable ("outcome unknown
+// after retries") is no answer either; any other error is a definite answer
+// that ends the request (FailedPrecondition from a trigger the overlap policy
+// refuses, or for a cancelled job).
+//
+// What the client was told is the checker's ground truth: each acknowledged
+// create (client_jobs(): its incarnation and creation time, the policy it
+// sent, the longest one attempt may execute), each acknowledged cancel, and,
+// through expected(), which occurrences must fire given the control requests
+// and their answers. Everything is recorded as client events:
+// "client.job_created", "client.cancel_acked", "client.paused",
+// "client.resumed", "client.rescheduled", "client.triggered" (job,
+// incarnation; a trigger also the manual run's nominal time) and
+// "client.control_refused" (job, op, error). The state lives in this object
+// (owned by the cluster), so a crash of the client node only delays
+// requests: start() re-arms what is outstanding.
+//
+// One hazard the workload does not rule out: a request whose first send went
+// to a scheduler that then stalls is executed when that scheduler resumes,
+// possibly after a later request on the same job was acknowledged (a pause
+// landing after its resume, an older reschedule after a newer one). The
+// kernel's bodies are unconditional, so scenarios keep two control requests
+// on one job minutes apart (longer than any scheduler pause they inject).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/ports/random.h"
+#include "core/kernel/records.h"
+#include "sim/oracle/history.h"
+#include "sim/scenario/scenario.h"
+
+namespace kairos::sim {
+
+class Cluster;
+struct NodeContext;
+
+// How far around a control request the client does not know what the
+// schedule was (the request may apply at any point between its first send
+// and its answer; clock differences and dispatch lag are absorbed too).
+inline constexpr absl::Duration kControlMargin = absl::Minutes(2);
+
+// What the client knows about one job's schedule over time: the schedule it
+// was created with, and the control requests it sent (true times).
+struct JobTimeline {
+  struct Reschedule {
+    absl::Time sent;                   // first send
+    std::optional<absl::Time> acked;   // the answer; none: never acknowledged (or refused)
+    ScheduleSpec schedule;             // the new schedule
+  };
+  struct Pause {
+    absl::Time sent;       // first send of the pause
+    bool resumed = false;  // a resume of it was acknowledged
+  };
+  std::string id;
+  std::uint64_t incarnation = 0;
+  ScheduleSpec schedule;
+  absl::Time created_at;  // store clock, from the create answer
+  std::vector<Reschedule> reschedules;
+  std::vector<Pause> pauses;
+};
+
+// The occurrences of `job` that must get exactly one ledger outcome and reach
+// a terminal state: fire time <= until, and, with m = kControlMargin,
+// - of the creation schedule: from created_at (a one-off: its one fire) and
+//   before the first reschedule's send - m;
+// - of a reschedule's new schedule, when it was acknowledged at a: fire time
+//   > a + m, and before the next reschedule's send - m;
+// - a reschedule never acknowledged (or refused) at send s: nothing with
+//   fire time >= s - m, of any schedule;
+// - a pause sent at p whose resume was never acknowledged (or that has no
+//   resume): nothing with fire time >= p - m. A pause whose resume was
+//   acknowledged changes nothing (the kernel records the occurrences that
+//   fell in the pause at resume).
+// Reschedules compose in the order of their first send. Fire times are
+// compared with true times (the margin absorbs the store clock's offset).
+// Jobs with a requested cancel are not passed here (the checker's
+// final-state rule covers them).
+std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time until);
+
+// A window in which a pause held one job's occurrences back: from the
+// pause's first send to its resume's answer (true times; `to` is
+// InfiniteFuture when the job was never resumed). The run the misfire policy
+// makes at resume is late by design, not by a fault.
+struct PauseWindow {
+  std::string job;
+  std::uint64_t incarnation = 0;
+  absl::Time from, to;
+};
+
+class Workload {
+ public:
+  static constexpr absl::Duration kRetryAfter = absl::Seconds(10);
+
+  Workload(const Scenario& scenario, absl::Time start, Random random);
+
+  // (Re)starts the client process on `ctx`'s node: arms every pending
+  // create, cancel and control request.
+  void start(NodeContext& ctx);
+
+  // Occurrences due by `until` of every acknowledged job that was never
+  // cancelled, under its control requests (expected_occurrences()).
+  std::vector<Occurrence> expected(absl::Time until) const;
+  const std::vector<CancelAck>& cancels() const { return acked_cancels_; }
+  // One entry per acknowledged create, in the order the answers came.
+  const std::vector<ClientJob>& client_jobs() const { return client_jobs_; }
+  // Every pause that was sent, in plan order (jobs whose create was acknowledged).
+  std::vector<PauseWindow> pause_windows() const;
+  std::size_t jobs() const { return jobs_.size(); }
+  std::size_t created() const;
+  // Control requests (resumes included) that got a definite answer:
+  // acknowledged, or refused.
+  std::size_t controls_acked() const;
+  std::size_t controls_refused() const;
+
+ private:
+  struct PlannedJob {
+    kairos::JobSpec spec;
+    absl::Duration create_at;
+    bool recurring = false;
+    std::size_t line = 0;  // index of its `job` line
+    bool cancel_requested = false;
+    absl::Duration longest_run;
+    std::optional<JobRecord> acked;  // what create_job answered
+    std::uint64_t attempts = 0;
+  };
+  struct PlannedCancel {
+    absl::Duration at;
+    std::size_t job;  // index into jobs_
+    bool acked = false;
+  };
+  enum class Op : std::uint8_t { kPause, kResume, kReschedule, kTrigger };
+  enum class State : std::uint8_t { kPending, kAcked, kRefused, kDropped };
+  struct PlannedControl {
+    Op op = Op::kPause;
+    absl::Duration at;
+    std::size_t job = 0;        // index into jobs_
+    std::size_t pause = 0;      // kResume: its pause (index into controls_)
+    ScheduleSpec schedule;      // kReschedule
+    std::optional<absl::Time> sent, answered;  // true times
+    State state = State::kPending;
+  };
+  static std::string_view name(Op op);
+  void create(std::size_t job);
+  void cancel(std::size_t index);
+  void control(std::size_t index);
+  // A control request's answer: ok (with the job's incarnation and, for a
+  // trigger, the run's nominal time) or an error.
+  void answered(std::size_t index, const absl::Status& status, std::uint64_t incarnation,
+                std::optional<absl::Time> run_nominal);
+  JobTimeline timeline(std::size_t job) const;
+
+  NodeContext* ctx_ = nullptr;
+  std::uint64_t generation_ = 0;  // bumped at every start(): old timers are void
+  Random random_;
+  std::vector<PlannedJob> jobs_;
+  std::vector<PlannedCancel> cancels_;
+  std::vector<PlannedControl> controls_;
+  std::vector<CancelAck> acked_cancels_;
+  std::vector<ClientJob> client_jobs_;
+};
+
+}  // namespace kairos::sim

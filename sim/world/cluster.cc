@@ -1,0 +1,531 @@
+#include "sim/world/cluster.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "sim/world/kernel_nodes.h"
+
+namespace kairos::sim {
+
+namespace {
+enum class Role : std::uint8_t { kStore, kSink, kClient, kScheduler, kWorker };
+}
+
+namespace {
+// A digest of an event from its fields, without formatting it.
+std::uint64_t event_digest(const Event& e) {
+  std::uint64_t h = hash_bytes(e.kind);
+  for (const auto& f : e.fields) {
+    h = hash_mix(h, hash_bytes(f.name));
+    if (const auto* s = std::get_if<std::string>(&f.value)) h = hash_mix(h, hash_bytes(*s));
+    else if (const auto* i = std::get_if<std::int64_t>(&f.value)) h = hash_mix(h, static_cast<std::uint64_t>(*i));
+    else if (const auto* u = std::get_if<std::uint64_t>(&f.value)) h = hash_mix(h, *u);
+    else if (const auto* t = std::get_if<absl::Time>(&f.value))
+      h = hash_mix(h, static_cast<std::uint64_t>(absl::ToUnixNanos(*t)));
+    else if (const auto* d = std::get_if<absl::Duration>(&f.value))
+      h = hash_mix(h, static_cast<std::uint64_t>(absl::ToInt64Nanoseconds(*d)));
+  }
+  return h;
+}
+}  // namespace
+
+// Records node events into the trace, the store facts and the history.
+class Cluster::NodeLog final : public EventLog {
+ public:
+  NodeLog(Cluster& c, NodeId node) : c_(c), node_(node) {}
+  void record(Event event) override {
+    World& w = c_.world_;
+    w.note_digest(node_, event_digest(event), w.tracing() ? format_event(event) : std::string());
+    c_.on_event(event);
+    if (c_.keep_events_ || event.kind.substr(0, 7) == "client.")
+      c_.events_.push_back({w.now(), node_, std::move(event)});
+  }
+
+ private:
+  Cluster& c_;
+  NodeId node_;
+};
+
+struct Cluster::Node {
+  NodeId id = kWorldNode;
+  Role role = Role::kStore;
+  std::uint32_t index = 0;
+  std::unique_ptr<SimClock> clock;
+  std::unique_ptr<SimTimers> timers;
+  std::unique_ptr<NodeLog> log;
+  Metrics metrics;
+  std::unique_ptr<Random> random;
+  std::unique_ptr<SimRunner> runner;
+  std::unique_ptr<NodeContext> ctx;
+  std::unique_ptr<NodeProcess> process;
+};
+
+std::string RunSummary::line() const {
+  return absl::StrFormat(
+      "seed=%d scenario=%s simulated=%s events=%d runs=%d faults=%d trace=%016x verdict=%s", seed,
+      scenario, absl::FormatDuration(simulated), events, runs_fired, faults, trace_hash,
+      ok ? "PASS" : "FAIL");
+}
+
+Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
+    : scenario_(scenario),
+      bugs_(bugs),
+      world_(seed, scenario.start),
+      fault_random_(world_.random().fork()),
+      network_(world_, world_.random().fork(), scenario.network),
+      base_network_(scenario.network),
+      base_sink_(scenario.sink),
+      starvation_bound_(scheduler_config(scenario, "x").policy.starvation_bound) {
+  auto add = [&](std::string name, Role role, std::uint32_t index) {
+    const NodeId id = world_.add_node(std::move(name));
+    auto n = std::make_unique<Node>();
+    n->id = id;
+    n->role = role;
+    n->index = index;
+    n->clock = std::make_unique<SimClock>(world_);
+    n->timers = std::make_unique<SimTimers>(world_, id, *n->clock);
+    n->log = std::make_unique<NodeLog>(*this, id);
+    n->random = std::make_unique<Random>(world_.random().fork());
+    nodes_.push_back(std::move(n));
+    network_.transport(id);
+    return id;
+  };
+  const NodeId store_node = add("store", Role::kStore, 0);
+  const NodeId sink_node = add("sink", Role::kSink, 0);
+  client_ = add("client", Role::kClient, 0);
+  for (std::uint32_t i = 0; i < scenario.topology.schedulers; ++i)
+    schedulers_.push_back(add(absl::StrCat("scheduler-", i + 1), Role::kScheduler, i));
+  for (std::uint32_t i = 0; i < scenario.topology.workers; ++i)
+    workers_.push_back(add(absl::StrCat("worker-", i + 1), Role::kWorker, i));
+
+  store_ = std::make_unique<StoreService>(world_, network_, store_node, *nodes_[store_node]->clock,
+                                          world_.random().fork(), scenario.store);
+  store_->set_commit_observer([this](const StoreCommit& c, const std::vector<WriteOp>& ops) {
+    facts_.observe(c, ops);
+  });
+  sink_ = std::make_unique<Sink>(world_, network_, sink_node, world_.random().fork(),
+                                 scenario.sink);
+  workload_ = std::make_unique<Workload>(scenario_, world_.start(), world_.random().fork());
+  keep_events_ = scenario.store.record_writes;
+  for (NodeId id = 0; id < world_.node_count(); ++id) node_names_.push_back(world_.node(id).name);
+  paused_until_.assign(world_.node_count(), absl::InfinitePast());
+  scheduler_factory_ = make_scheduler_process;
+  worker_factory_ = make_worker_process;
+  for (NodeId w : workers_) {
+    Node& n = *nodes_[w];
+    n.runner = std::make_unique<SimRunner>(world_, w, *n.timers, *n.clock, *sink_,
+                                           world_.random().fork(), scenario.runner);
+  }
+  for (auto& np : nodes_) {
+    Node& n = *np;
+    const NodeId id = n.id;
+    n.ctx = std::unique_ptr<NodeContext>(new NodeContext{
+        *this, world_, id, world_.node(id).name, n.index, *n.clock, *n.timers,
+        network_.transport(id), store_->client(id), *n.random, *n.log, n.metrics,
+        n.runner.get(), crash_points_,
+        [this, id](std::string_view point) {
+          if (!crash_points_.should_crash(id, point)) return false;
+          world_.mark(absl::StrCat("crash-point.", absl_sv(point)));
+          window(absl::Seconds(1), absl::StrCat("crash at ", absl_sv(point)));
+          crash_node(id);
+          restart_later(id, absl::Seconds(1));
+          return true;
+        },
+        scenario_, bugs_});
+  }
+  configured_clocks_.assign(world_.node_count(), ClockSpec{});
+  for (const auto& c : scenario.clocks) {
+    const NodeId id = resolve(c.node);
+    if (id == kWorldNode) continue;
+    nodes_[id]->clock->set_offset(c.offset);
+    nodes_[id]->clock->set_drift_ppm(c.drift_ppm);
+    configured_clocks_[id] = c;
+  }
+}
+
+Cluster::~Cluster() {
+  // Processes first: their destructors still use the node adapters.
+  for (auto& n : nodes_) n->process.reset();
+  graveyard_.clear();
+}
+
+SimClock& Cluster::clock(NodeId node) { return *nodes_.at(node)->clock; }
+EventLog& Cluster::log(NodeId node) { return *nodes_.at(node)->log; }
+
+std::uint64_t Cluster::runs_fired() const {
+  std::uint64_t n = 0;
+  for (const auto& node : nodes_)
+    if (node->runner) n += node->runner->stats().started;
+  return n;
+}
+
+NodeId Cluster::resolve(const std::string& sel) {
+  auto pick = [&](const std::vector<NodeId>& from) {
+    return from.empty() ? kWorldNode : from[fault_random_.below(from.size())];
+  };
+  if (sel == "any") {
+    std::vector<NodeId> all = schedulers_;
+    all.insert(all.end(), workers_.begin(), workers_.end());
+    return pick(all);
+  }
+  if (sel == "any-worker") return pick(workers_);
+  if (sel == "any-scheduler") return pick(schedulers_);
+  if (sel == "leader") return leader_hint();
+  return world_.find_node(sel);
+}
+
+absl::Status Cluster::validate(const Scenario& scenario) { return validate_kernel_config(scenario); }
+
+NodeId Cluster::leader_hint() const {
+  NodeId first = kWorldNode;
+  for (NodeId id : schedulers_) {
+    const Node& n = *nodes_[id];
+    if (!world_.is_up(id) || !n.process) continue;
+    if (first == kWorldNode) first = id;
+    SchedulerNode* s = n.process->scheduler();
+    if (s != nullptr && s->running() && s->leads(0)) return id;
+  }
+  return first;
+}
+
+SchedulerNode* Cluster::pick_scheduler(Random& random) {
+  std::vector<SchedulerNode*> live;
+  for (NodeId id : schedulers_) {
+    Node& n = *nodes_[id];
+    if (!world_.is_up(id) || !n.process) continue;
+    SchedulerNode* s = n.process->scheduler();
+    if (s != nullptr && s->running()) live.push_back(s);
+  }
+  return live.empty() ? nullptr : live[random.below(live.size())];
+}
+
+void Cluster::start_process(NodeId id) {
+  Node& n = *nodes_[id];
+  if (n.role == Role::kClient) {
+    n.timers->post([this, id] { workload_->start(*nodes_[id]->ctx); });
+    return;
+  }
+  ProcessFactory* f = nullptr;
+  switch (n.role) {
+    case Role::kScheduler: f = &scheduler_factory_; break;
+    case Role::kWorker: f = &worker_factory_; break;
+    default: return;
+  }
+  n.process = (*f)(*n.ctx);
+  NodeProcess* p = n.process.get();
+  n.timers->post([p] { p->start(); });
+}
+
+void Cluster::window(absl::Duration length, std::string what) {
+  windows_.push_back({world_.now(), world_.now() + length, std::move(what)});
+}
+
+void Cluster::on_event(const Event& e) {
+  facts_.observe_event(e, world_.now());
+  const std::string_view k = e.kind;
+  auto field = [&](std::string_view name) -> std::string {
+    const auto* v = e.find(name);
+    return v && std::get_if<std::string>(v) ? std::get<std::string>(*v) : std::string();
+  };
+  if (k == "run.lease_lapsed") {
+    world_.mark("kernel.lease-lapsed");
+    // Stolen after a pause: the lapsed holder was paused during its lease.
+    const NodeId holder = world_.find_node(field("worker"));
+    if (holder != kWorldNode &&
+        paused_until_[holder] + scenario_.timing.lease + scenario_.timing.poll >= world_.now())
+      world_.mark("kernel.lease-stolen-after-pause");
+  } else if (k == "write.rejected_stale_token") {
+    world_.mark(field("op") == "renew" ? "kernel.stale-renewal-rejected"
+                                       : "kernel.stale-completion-rejected");
+  } else if (k == "write.rejected_stale_epoch") {
+    world_.mark("kernel.stale-epoch-rejected");
+  } else if (k == "leader.acquired") {
+    const std::string previous = field("previous");
+    if (!previous.empty() && previous != field("node")) world_.mark("kernel.leader-failover");
+  } else if (k == "run.released") {
+    world_.mark("kernel.run-released");
+  } else if (k == "run.cancelled") {
+    world_.mark("kernel.ready-run-withdrawn");
+  } else if (k == "worker.lease_deadline") {
+    world_.mark("worker.stopped-at-lease-deadline");
+  } else if (k == "worker.lease_lost") {
+    world_.mark("worker.lease-lost");
+  } else if (k == "misfire.decided") {  // issue 6: each policy decision was exercised
+    world_.mark(absl::StrCat("policy.misfire-", field("policy")));
+  } else if (k == "ledger.recorded") {
+    const std::string outcome = field("outcome");
+    if (outcome == "skipped_overlap" || outcome == "paused" || outcome == "coalesced" ||
+        outcome == "late" || outcome == "skipped_misfire")
+      world_.mark(absl::StrCat("policy.ledger-", outcome));
+    else if (outcome == "cancelled")
+      world_.mark("policy.ledger-cancelled-before-dispatch");
+  } else if (k == "run.dispatched") {
+    if (field("state") == "waiting") world_.mark("policy.overlap-queued");
+  } else if (k == "run.promoted") {
+    world_.mark("policy.queued-run-promoted");
+  } else if (k == "run.retry_scheduled") {
+    world_.mark("policy.retry-scheduled");
+  } else if (k == "run.completed") {
+    const auto* attempt = e.find("attempt");
+    if (field("outcome") == "failed" && attempt && std::get_if<std::uint64_t>(attempt) &&
+        std::get<std::uint64_t>(*attempt) > 1)
+      world_.mark("policy.failed-after-retries");
+  } else if (k == "run.claimed") {
+    const auto* waited = e.find("waited");
+    if (waited && std::get_if<absl::Duration>(waited) &&
+        std::get<absl::Duration>(*waited) >= starvation_bound_)
+      world_.mark("policy.starved-run-served");
+  } else if (k == "job.triggered") {
+    world_.mark("policy.manual-run");
+  } else if (k == "job.resumed") {
+    world_.mark("policy.resumed");
+  } else if (k == "job.updated") {
+    const auto* changed = e.find("schedule_changed");
+    if (changed && std::get_if<std::uint64_t>(changed) && std::get<std::uint64_t>(*changed) != 0)
+      world_.mark("policy.rescheduled");
+  } else if (k == "node.clock_skew") {
+    world_.mark("kernel.clock-skew-fenced");
+  }
+}
+
+void Cluster::crash_node(NodeId id) {
+  if (id == kWorldNode || !world_.is_up(id)) return;
+  Node& n = *nodes_[id];
+  if (n.role == Role::kStore) {
+    store_->crash();
+    return;
+  }
+  world_.crash(id);
+  network_.transport(id).set_handler(nullptr);
+  store_->reset_client(id);
+  sink_->reset_node(id);
+  if (n.runner) n.runner->reset();
+  // Destroyed with the cluster: the crash may come from inside its callback.
+  if (n.process) graveyard_.push_back(std::move(n.process));
+}
+
+void Cluster::restart_node(NodeId id) {
+  if (id == kWorldNode || world_.is_up(id)) return;
+  if (nodes_[id]->role == Role::kStore) {
+    store_->restart();
+    return;
+  }
+  world_.restart(id);
+  start_process(id);
+}
+
+void Cluster::restart_later(NodeId id, absl::Duration after) {
+  world_.schedule_after(after, EventKind::kFault, kWorldNode, id, [this, id] { restart_node(id); });
+}
+
+void Cluster::later(absl::Duration after, std::function<void()> fn) {
+  world_.schedule_after(after, EventKind::kFault, kWorldNode, 0, std::move(fn));
+}
+
+void Cluster::apply(const FaultSpec& f) {
+  const NodeId n = (f.kind == FaultKind::kStoreOutage || f.kind == FaultKind::kStoreSlow ||
+                    f.kind == FaultKind::kStoreCrash)
+                       ? store_->node()
+                       : resolve(f.node);
+  const bool needs_node = f.kind != FaultKind::kSwizzle && f.kind != FaultKind::kNet &&
+                          f.kind != FaultKind::kSinkFaults && f.kind != FaultKind::kFleetRestart;
+  if (needs_node && n == kWorldNode) return;  // nothing to hit in this topology
+  ++faults_applied_;
+  world_.mark(absl::StrCat("fault.", absl_sv(to_string(f.kind))));
+  world_.note(kWorldNode, absl::StrCat("fault ", absl_sv(to_string(f.kind)), " node=",
+                                       n == kWorldNode ? "-" : world_.node(n).name, " for=",
+                                       absl::FormatDuration(f.length)));
+  const absl::Duration len = f.length;
+  if (f.kind == FaultKind::kClockJump) {
+    // A jumped clock stays wrong until the quiet-tail heal corrects it.
+    const absl::Time heal = world_.start() + scenario_.duration - scenario_.quiet_tail;
+    window(std::max(heal - world_.now(), absl::AbsDuration(f.amount)), "clock-jump");
+  } else if (f.kind != FaultKind::kCrashAt) {
+    window(std::max(len, absl::AbsDuration(f.amount)), std::string(to_string(f.kind)));
+  }
+  switch (f.kind) {
+    case FaultKind::kPause:
+      world_.pause(n, len);
+      paused_until_[n] = world_.now() + len;
+      break;
+    case FaultKind::kCrash:
+    case FaultKind::kStoreCrash:
+      crash_node(n);
+      if (len > absl::ZeroDuration()) restart_later(n, len);
+      break;
+    case FaultKind::kCrashAt:
+      crash_points_.arm(n, f.point);
+      break;
+    case FaultKind::kPartition:
+    case FaultKind::kOneWay: {
+      const NodeId peer = f.peer == "store" ? store_->node() : resolve(f.peer);
+      if (peer == kWorldNode || peer == n) break;
+      const bool both = f.kind == FaultKind::kPartition;
+      if (both) network_.cut_both(n, peer); else network_.cut(n, peer);
+      later(len, [this, n, peer, both] {
+        if (both) network_.heal_both(n, peer); else network_.heal(n, peer);
+      });
+      break;
+    }
+    case FaultKind::kIsolate:
+      network_.isolate(n);
+      later(len, [this, n] { network_.heal_node(n); });
+      break;
+    case FaultKind::kSwizzle: {
+      std::vector<NodeId> order = schedulers_;
+      order.insert(order.end(), workers_.begin(), workers_.end());
+      if (order.empty()) break;
+      auto shuffle = [&](std::vector<NodeId>& v) {
+        for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[fault_random_.below(i)]);
+      };
+      shuffle(order);
+      std::vector<NodeId> heal = order;
+      shuffle(heal);
+      const absl::Duration step = len / static_cast<std::int64_t>(2 * order.size());
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const absl::Duration slow =
+            fault_random_.duration_between(absl::Milliseconds(100), absl::Seconds(3));
+        const NodeId a = order[i], b = heal[i];
+        later(step * static_cast<std::int64_t>(i), [this, a, slow] { network_.set_extra_delay(a, slow); });
+        later(len / 2 + step * static_cast<std::int64_t>(i),
+              [this, b] { network_.set_extra_delay(b, absl::ZeroDuration()); });
+      }
+      break;
+    }
+    case FaultKind::kNet: {
+      NetworkConfig c = network_.config();
+      c.loss_permille = f.loss;
+      c.dup_permille = f.duplicate;
+      c.replay_permille = f.replay;
+      network_.set_config(c);
+      later(len, [this] { network_.set_config(base_network_); });
+      break;
+    }
+    case FaultKind::kStoreOutage:
+      store_->set_unavailable(true);
+      later(len, [this] { store_->set_unavailable(false); });
+      break;
+    case FaultKind::kStoreSlow:
+      store_->set_slowdown(f.amount);
+      later(len, [this] { store_->set_slowdown(absl::ZeroDuration()); });
+      break;
+    case FaultKind::kClockJump:
+      nodes_[n]->clock->jump(f.amount);
+      break;
+    case FaultKind::kClockDrift: {
+      const std::int64_t before = nodes_[n]->clock->drift_ppm();
+      nodes_[n]->clock->set_drift_ppm(f.drift_ppm);
+      if (len > absl::ZeroDuration())
+        later(len, [this, n, before] { nodes_[n]->clock->set_drift_ppm(before); });
+      break;
+    }
+    case FaultKind::kSinkFaults: {
+      SinkConfig c = sink_->config();
+      c.error_permille = f.error;
+      c.timeout_permille = f.timeout;
+      sink_->set_config(c);
+      later(len, [this] { sink_->set_config(base_sink_); });
+      break;
+    }
+    case FaultKind::kFleetRestart: {
+      std::vector<NodeId> all = schedulers_;
+      all.insert(all.end(), workers_.begin(), workers_.end());
+      for (NodeId id : all) crash_node(id);
+      for (NodeId id : all) restart_later(id, std::max(len, absl::Milliseconds(1)));
+      break;
+    }
+  }
+}
+
+void Cluster::schedule_faults() {
+  const std::vector<FaultAction> plan = plan_faults(scenario_, fault_random_);
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    world_.schedule_at(world_.start() + plan[i].spec.at, EventKind::kFault, kWorldNode, i,
+                       [this, spec = plan[i].spec] { apply(spec); });
+  }
+}
+
+void Cluster::heal_everything() {
+  world_.note(kWorldNode, "quiet tail: heal everything");
+  // A fault window's undo that fires later restores these clean bases.
+  base_network_.loss_permille = base_network_.dup_permille = base_network_.replay_permille = 0;
+  network_.set_config(base_network_);
+  base_sink_.error_permille = base_sink_.timeout_permille = 0;
+  sink_->set_config(base_sink_);
+  network_.heal_all();
+  for (NodeId id = 0; id < world_.node_count(); ++id)
+    network_.set_extra_delay(id, absl::ZeroDuration());
+  store_->set_unavailable(false);
+  store_->set_slowdown(absl::ZeroDuration());
+  // Clocks are corrected (as NTP or an operator would) to their configured
+  // offset and drift: a jumped clock stays wrong until then, and a node
+  // whose clock is off by more than the kernel's tolerated skew stops leading.
+  for (NodeId id = 0; id < world_.node_count(); ++id) {
+    nodes_[id]->clock->set_offset(configured_clocks_[id].offset);
+    nodes_[id]->clock->set_drift_ppm(configured_clocks_[id].drift_ppm);
+  }
+  for (NodeId id = 0; id < world_.node_count(); ++id)
+    if (!world_.is_up(id)) restart_node(id);
+}
+
+History Cluster::history() const {
+  History h;
+  h.start = world_.start();
+  h.end = world_.start() + scenario_.duration;
+  h.quiet_tail = scenario_.quiet_tail;
+  h.sink = &sink_->attempts();
+  h.commits = &store_->commits();
+  h.final_store = &store_->storage().contents();
+  h.commits_have_ops = scenario_.store.record_writes;
+  h.events = &events_;
+  h.facts = &facts_;
+  h.node_names = &node_names_;
+  h.expected = &expected_;
+  h.cancels = &workload_->cancels();
+  h.jobs = &workload_->client_jobs();
+  h.starvation_bound = starvation_bound_;
+  h.faults = &windows_;
+  h.bounds = timeliness_bounds(scenario_);
+  return h;
+}
+
+RunSummary Cluster::run() {
+  const absl::Duration active = scenario_.duration - scenario_.quiet_tail;
+  // The base configuration's message and sink faults last until the heal.
+  const NetworkConfig& net = scenario_.network;
+  if (net.loss_permille != 0 || net.dup_permille != 0 || net.replay_permille != 0 ||
+      scenario_.sink.error_permille != 0 || scenario_.sink.timeout_permille != 0)
+    windows_.push_back({world_.start(), world_.start() + active, "base configuration faults"});
+  // Configured clock offsets and drifts: a node too far from the store's
+  // clock drops out of leading at its first probe, after the start.
+  if (!scenario_.clocks.empty())
+    windows_.push_back({world_.start(), world_.start(), "configured clock skew"});
+  start_process(client_);
+  for (NodeId s : schedulers_) start_process(s);
+  for (NodeId w : workers_) start_process(w);
+  schedule_faults();
+  world_.schedule_at(world_.start() + active, EventKind::kFault, kWorldNode, 0,
+                     [this] { heal_everything(); });
+  world_.run_until(world_.start() + scenario_.duration);
+  // The final store contents include unsynced commits; settle them first so
+  // that the replay check compares like with like.
+  if (store_->up()) world_.run_for(scenario_.store.sync_interval * 2);
+  expected_ = workload_->expected(world_.start() + active);
+  report_ = Checker::with_defaults().run(history(), scenario_.ignored);
+  RunSummary s;
+  s.seed = world_.seed();
+  s.scenario = scenario_.name;
+  s.simulated = world_.elapsed();
+  s.events = world_.events_run();
+  s.runs_fired = runs_fired();
+  s.faults = faults_applied_;
+  s.trace_hash = world_.trace_hash();
+  s.ok = report_.ok();
+  return s;
+}
+
+}  // namespace kairos::sim

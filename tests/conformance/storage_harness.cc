@@ -1,0 +1,165 @@
+#include "tests/conformance/storage_harness.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "core/base/check.h"
+#include "core/twins/manual_loop.h"
+#include "core/twins/memory_storage.h"
+#include "core/ports/random.h"
+#include "prod/runtime/asio_runtime.h"
+#include "prod/store/lmdb_storage.h"
+#include "sim/world/faulty_storage.h"
+#include "core/twins/manual_clock.h"
+
+namespace kairos::storage_test {
+
+TempDir::TempDir() {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/kairos-storage-XXXXXX";
+  KAIROS_CHECK(mkdtemp(tmpl.data()) != nullptr);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+namespace {
+
+class MemoryHarness final : public StoreHarness {
+ public:
+  explicit MemoryHarness(bool deferred) : deferred_(deferred) {
+    store_.set_deferred_sync(deferred);
+  }
+  std::string name() const override { return deferred_ ? "memory-deferred-sync" : "memory"; }
+  Storage& store() override { return store_; }
+  ManualClock& clock() override { return clock_; }
+  Timers& loop() override { return loop_; }
+  void run_until(const std::function<bool()>& pred) override {
+    while (!pred()) {
+      if (loop_.run_ready() > 0) continue;
+      // Idle: the deferred store's group commit happens now.
+      KAIROS_CHECK_MSG(deferred_ && store_.unsynced_count() > 0,
+                       "memory harness: no progress possible");
+      store_.sync();
+    }
+  }
+  bool can_crash() const override { return deferred_; }
+  void crash() override {
+    store_.lose_unsynced();
+    loop_.run_ready();
+  }
+
+ private:
+  bool deferred_;
+  ManualClock clock_{absl::FromUnixSeconds(1'700'000'000)};
+  ManualLoop loop_{clock_};
+  MemoryStorage store_{clock_, loop_};
+};
+
+class LmdbHarness final : public StoreHarness {
+ public:
+  LmdbHarness() {
+    LmdbOptions options;
+    options.path = dir_.path();
+    options.initial_map_size = std::size_t{1} << 20;  // small, so tests grow it
+    auto opened = LmdbStorage::Open(options, clock_, timers_);
+    KAIROS_CHECK_MSG(opened.ok(), opened.status().ToString().c_str());
+    store_ = std::move(opened).value();
+  }
+  ~LmdbHarness() override {
+    store_.reset();
+    io_.poll();  // deliver what the destructor finished
+  }
+  std::string name() const override { return "lmdb"; }
+  Storage& store() override { return *store_; }
+  ManualClock& clock() override { return clock_; }
+  Timers& loop() override { return timers_; }
+  void run_until(const std::function<bool()>& pred) override {
+    while (!pred()) {
+      // A wall-clock bound only against hangs; logic never waits on it.
+      KAIROS_CHECK_MSG(io_.run_one_for(std::chrono::seconds(120)) > 0,
+                       "lmdb harness: no result within 120 s");
+    }
+  }
+
+ private:
+  TempDir dir_;
+  ManualClock clock_{absl::FromUnixSeconds(1'700'000'000)};
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
+      boost::asio::make_work_guard(io_);
+  AsioTimers timers_{io_};
+  std::unique_ptr<LmdbStorage> store_;
+};
+
+class FaultyHarness final : public StoreHarness {
+ public:
+  FaultyHarness(std::unique_ptr<StoreHarness> inner, std::uint64_t seed)
+      : inner_(std::move(inner)),
+        store_(inner_->store(), inner_->loop(), Random(seed),
+               StorageFaultRates{.conflict = 100,
+                                 .unavailable = 100,
+                                 .unknown_applied = 60,
+                                 .unknown_not_applied = 60}) {}
+  std::string name() const override { return "faulty(" + inner_->name() + ")"; }
+  Storage& store() override { return store_; }
+  ManualClock& clock() override { return inner_->clock(); }
+  Timers& loop() override { return inner_->loop(); }
+  void run_until(const std::function<bool()>& pred) override { inner_->run_until(pred); }
+  bool faulty() const override { return true; }
+  bool can_crash() const override { return inner_->can_crash(); }
+  void crash() override { inner_->crash(); }
+
+ private:
+  std::unique_ptr<StoreHarness> inner_;
+  FaultyStorage store_;
+};
+
+class WrappedHarness final : public StoreHarness {
+ public:
+  WrappedHarness(std::unique_ptr<StoreHarness> inner, std::string name,
+                 const std::function<std::unique_ptr<Storage>(StoreHarness&)>& wrap)
+      : inner_(std::move(inner)), name_(std::move(name)), store_(wrap(*inner_)) {}
+  std::string name() const override { return name_; }
+  Storage& store() override { return *store_; }
+  ManualClock& clock() override { return inner_->clock(); }
+  Timers& loop() override { return inner_->loop(); }
+  void run_until(const std::function<bool()>& pred) override { inner_->run_until(pred); }
+  bool can_crash() const override { return inner_->can_crash(); }
+  void crash() override { inner_->crash(); }
+
+ private:
+  std::unique_ptr<StoreHarness> inner_;
+  std::string name_;
+  std::unique_ptr<Storage> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<StoreHarness> make_memory_harness() {
+  return std::make_unique<MemoryHarness>(false);
+}
+std::unique_ptr<StoreHarness> make_memory_deferred_harness() {
+  return std::make_unique<MemoryHarness>(true);
+}
+std::unique_ptr<StoreHarness> make_lmdb_harness() { return std::make_unique<LmdbHarness>(); }
+std::unique_ptr<StoreHarness> make_faulty_harness(std::unique_ptr<StoreHarness> inner,
+                                                  std::uint64_t seed) {
+  return std::make_unique<FaultyHarness>(std::move(inner), seed);
+}
+std::unique_ptr<StoreHarness> make_wrapped_harness(
+    std::unique_ptr<StoreHarness> inner, std::string name,
+    std::function<std::unique_ptr<Storage>(StoreHarness&)> wrap) {
+  return std::make_unique<WrappedHarness>(std::move(inner), std::move(name), wrap);
+}
+
+}  // namespace kairos::storage_test

@@ -1,0 +1,87 @@
+#include "core/kernel/records.h"
+
+#include <gtest/gtest.h>
+
+#include "core/base/codec.h"
+#include "core/kernel/keyspace.h"
+#include "tests/support/kernel_test_util.h"
+
+namespace kairos {
+namespace {
+
+RunRecord sample_run() {
+  RunRecord r;
+  r.id = {"job\0x", 3, testing::T0()};
+  r.id.job_id = std::string("job\0x", 5);
+  r.shard = 2;
+  r.due_at = testing::T0() + absl::Seconds(1);
+  r.attempt = 2;
+  r.state = RunState::kLeased;
+  r.ready_at = testing::T0();
+  r.token = 42;
+  r.owner = "w1";
+  r.lease_expiry = testing::T0() + absl::Seconds(30);
+  r.dispatched_at = testing::T0();
+  r.detail = "ok";
+  return r;
+}
+
+TEST(Records, RoundTrip) {
+  JobRecord j;
+  j.spec = normalize_spec(testing::interval_job("a"));
+  j.spec.payload = HttpPayload{"POST", "https://x.test/h", {{"A", "b"}}, "body"};
+  j.incarnation = 7;
+  j.created_at = testing::T0();
+  j.next_due_at = testing::T0() + absl::Minutes(1);
+  j.next_nominal = *j.next_due_at;
+  EXPECT_EQ(*decode_job(encode(j)), j);
+  const RunRecord r = sample_run();
+  EXPECT_EQ(*decode_run(encode(r)), r);
+  LeaderRecord l{"n1", 9, testing::T0()};
+  EXPECT_EQ(*decode_leader(encode(l)), l);
+  JobCounters c{3, 99};
+  EXPECT_EQ(*decode_counters(encode(c)), c);
+  DueEntry d{5, testing::T0()};
+  EXPECT_EQ(*decode_due(encode(d)), d);
+}
+
+TEST(Records, StrictDecode) {
+  const std::string good = encode(sample_run());
+  // Every truncation fails with DataLoss naming the record.
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    auto r = decode_run(std::string_view(good).substr(0, n));
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find("run"), std::string::npos) << r.status();
+  }
+  EXPECT_FALSE(decode_run(good + "x").ok());
+  std::string v2 = good;
+  v2[0] = 3;
+  EXPECT_NE(decode_run(v2).status().message().find("unsupported record version 3"), std::string::npos);
+}
+
+TEST(Keyspace, OrderAndParse) {
+  using namespace keys;
+  const absl::Time t = testing::T0();
+  EXPECT_LT(due(1, t, "z"), due(1, t + absl::Seconds(1), "a"));
+  EXPECT_LT(due(1, t + absl::Hours(100), "a"), due(2, t, "a"));
+  const Range r = due_until(1, t);
+  EXPECT_GE(due(1, t, "zzz"), r.begin);
+  EXPECT_LT(due(1, t, "zzz"), r.end);
+  EXPECT_GE(due(1, t + absl::Microseconds(1), "a"), r.end);
+  auto p = parse_due(due(3, t, "id"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->shard, 3u);
+  EXPECT_EQ(p->job_id, "id");
+  RunId id{"j", 2, t};
+  EXPECT_EQ(*parse_ready(ready(0, 5, t, id)), id);
+  absl::Time e;
+  EXPECT_EQ(*parse_expiry(expiry(0, t, id), &e), id);
+  EXPECT_EQ(e, t);
+  // Higher priority sorts first within a shard.
+  EXPECT_LT(ready(0, 9, t + absl::Hours(1), id), ready(0, 0, t, id));
+  EXPECT_FALSE(parse_due(job("x")).ok());
+}
+
+}  // namespace
+}  // namespace kairos

@@ -1,0 +1,151 @@
+// Test helpers for the kernel: a scripted fault wrapper around MemoryStorage
+// and small builders for jobs.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/kernel/job_store.h"
+#include "core/kernel/keyspace.h"
+#include "core/kernel/records.h"
+#include "core/twins/manual_loop.h"
+#include "core/twins/memory_storage.h"
+#include "core/ports/storage.h"
+#include "core/kernel/worker.h"
+#include "core/twins/manual_clock.h"
+#include "core/twins/memory_event_log.h"
+
+namespace kairos::testing {
+
+// What the next transact() does.
+enum class Fault : std::uint8_t {
+  kNone,               // run normally
+  kUnknownApplied,     // applied, reported kUnknown
+  kUnknownNotApplied,  // not applied, reported kUnknown
+  kConflict,           // not applied, reported kConflict
+  kUnavailable,        // not applied, reported kUnavailable
+};
+
+// Wraps a MemoryStorage; faults come from a script (FIFO) and, when the script
+// is empty, from `fallback` (by default none).
+class ScriptedStorage final : public Storage {
+ public:
+  ScriptedStorage(MemoryStorage& inner, Timers& loop) : inner_(inner), loop_(loop) {}
+
+  void push(Fault f, int times = 1) {
+    for (int i = 0; i < times; ++i) script_.push_back(f);
+  }
+  void set_fault_fn(std::function<Fault()> fn) { fault_fn_ = std::move(fn); }
+  std::size_t calls() const { return calls_; }
+
+  void transact(TxnBody body, TxnDone done, TxnMode mode = TxnMode::kReadWrite) override {
+    ++calls_;
+    Fault f = Fault::kNone;
+    if (!script_.empty()) {
+      f = script_.front();
+      script_.pop_front();
+    } else if (fault_fn_) {
+      f = fault_fn_();
+    }
+    TxnResult result;
+    switch (f) {
+      case Fault::kNone:
+        result = inner_.run(body, mode);
+        break;
+      case Fault::kUnknownApplied:
+        result = inner_.run(body, mode);
+        if (result.committed()) result = {CommitOutcome::kUnknown, absl::UnavailableError("reply lost")};
+        break;
+      case Fault::kUnknownNotApplied:
+      case Fault::kConflict:
+      case Fault::kUnavailable: {
+        // Run the body (so output slots are filled, as a real store may) and
+        // roll it back.
+        inner_.run([&](Txn& t) -> absl::Status {
+          (void)body(t);
+          return absl::CancelledError("rolled back by the fault wrapper");
+        }, mode);
+        const CommitOutcome o = f == Fault::kUnknownNotApplied ? CommitOutcome::kUnknown
+                                : f == Fault::kConflict         ? CommitOutcome::kConflict
+                                                                : CommitOutcome::kUnavailable;
+        result = {o, absl::UnavailableError("injected")};
+        break;
+      }
+    }
+    loop_.post([done = std::move(done), result]() mutable { done(std::move(result)); });
+  }
+
+ private:
+  MemoryStorage& inner_;
+  Timers& loop_;
+  std::deque<Fault> script_;
+  std::function<Fault()> fault_fn_;
+  std::size_t calls_ = 0;
+};
+
+inline absl::Time T0() { return absl::FromUnixSeconds(1'800'000'000); }
+
+inline JobSpec interval_job(std::string id, absl::Duration every = absl::Minutes(1),
+                            absl::Time start = T0()) {
+  JobSpec s;
+  s.id = std::move(id);
+  s.schedule.kind = ScheduleSpec::Kind::kInterval;
+  s.schedule.every = every;
+  s.schedule.start = start;
+  s.payload = CommandPayload{{"/bin/true"}, {}, ""};
+  return s;
+}
+
+// Every run record in the store, decoded, in key order.
+inline std::vector<RunRecord> stored_runs(const MemoryStorage& mem) {
+  std::vector<RunRecord> out;
+  for (const auto& [k, v] : mem.contents())
+    if (k[0] == keys::kRun) out.push_back(*decode_run(v));
+  return out;
+}
+
+inline JobSpec once_job(std::string id, absl::Time at) {
+  JobSpec s;
+  s.id = std::move(id);
+  s.schedule.kind = ScheduleSpec::Kind::kOnce;
+  s.schedule.at = at;
+  s.payload = CommandPayload{{"/bin/true"}, {}, ""};
+  return s;
+}
+
+// Synchronous access to a MemoryStorage for body-level tests.
+// A worker process for node-level tests: its own Random, event log and
+// metrics, long-polling `nodes` (in order) for 5 s at a time.
+struct TestWorker {
+  TestWorker(const Clock& clock, Timers& loop, Transport& endpoint, Runner& runner,
+             std::vector<PeerId> nodes, std::uint64_t seed)
+      : random(seed),
+        worker(clock, loop, endpoint, runner, random, events, metrics, config(std::move(nodes))) {}
+  static WorkerConfig config(std::vector<PeerId> nodes) {
+    WorkerConfig c;
+    c.worker_id = "w1";
+    c.nodes = std::move(nodes);
+    c.claim_wait = absl::Seconds(5);
+    return c;
+  }
+  Random random;
+  MemoryEventLog events;
+  Metrics metrics;
+  Worker worker;
+};
+
+struct Bench {
+  ManualClock clock{T0()};
+  ManualLoop loop{clock};
+  MemoryStorage storage{clock, loop};
+
+  template <typename F>
+  TxnResult run(F&& body) {
+    return storage.run([&](Txn& t) { return body(t); });
+  }
+};
+
+}  // namespace kairos::testing
