@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "core/base/check.h"
-#include "core/schedule/cron_schedule.h"
 #include "core/ports/random.h"
+#include "core/schedule/cron_schedule.h"
 #include "core/schedule/schedule.h"
 
 namespace {
 
-const char* const kExprs[] = {"*/5 * * * *", "0 2 * * *", "0 9 * * 1-5", "0 0 L * *", "0 9 * * 5#3"};
+const char* const kExprs[] = {"*/5 * * * *", "0 2 * * *", "0 9 * * 1-5", "0 0 L * *",
+                              "0 9 * * 5#3"};
 
 // 1024 start instants spread over 2020-2040, fixed seed.
 const std::vector<absl::Time>& starts() {
@@ -65,13 +66,15 @@ void BM_Parse(benchmark::State& state, const char* expr) {
 const int kRegistered = [] {
   for (const char* zone : {"UTC", "Europe/Berlin"}) {
     for (const char* expr : kExprs) {
-      benchmark::RegisterBenchmark((std::string("next_after/") + zone + "/" + expr).c_str(), BM_NextAfter, expr, zone);
+      benchmark::RegisterBenchmark((std::string("next_after/") + zone + "/" + expr).c_str(),
+                                   BM_NextAfter, expr, zone);
     }
-    benchmark::RegisterBenchmark((std::string("Schedule::next_after/") + zone + "/0 2 * * *").c_str(),
-                                 BM_ScheduleNextAfter, zone);
+    benchmark::RegisterBenchmark(
+        (std::string("Schedule::next_after/") + zone + "/0 2 * * *").c_str(), BM_ScheduleNextAfter,
+        zone);
   }
-  for (const char* expr : {"0 9 * * 1-5", "*/5 * * * *", "0 0 L * *", "0 9 * * 5#3", "30 2 1,15 JAN-JUN MON-FRI",
-                           "@daily", "H H(0-5) * * *"}) {
+  for (const char* expr : {"0 9 * * 1-5", "*/5 * * * *", "0 0 L * *", "0 9 * * 5#3",
+                           "30 2 1,15 JAN-JUN MON-FRI", "@daily", "H H(0-5) * * *"}) {
     benchmark::RegisterBenchmark((std::string("parse/") + expr).c_str(), BM_Parse, expr);
   }
   return 0;

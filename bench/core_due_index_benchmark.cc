@@ -15,9 +15,9 @@
 
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
+#include "core/twins/manual_clock.h"
 #include "core/twins/manual_loop.h"
 #include "core/twins/memory_storage.h"
-#include "core/twins/manual_clock.h"
 
 namespace kairos {
 namespace {
@@ -68,7 +68,8 @@ World& world(std::int64_t stored, std::int64_t due) {
     });
   }
   w->storage.run([&](Txn& t) {
-    for (std::int64_t i = 0; i < due; ++i) put_job(t, "due-" + std::to_string(i), kT0 - absl::Seconds(i % 60));
+    for (std::int64_t i = 0; i < due; ++i)
+      put_job(t, "due-" + std::to_string(i), kT0 - absl::Seconds(i % 60));
     t.put(keys::leader(0), encode(LeaderRecord{"bench", 1, kT0 + absl::Hours(100)}));
     return absl::OkStatus();
   });

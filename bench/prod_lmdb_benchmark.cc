@@ -6,13 +6,12 @@
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
@@ -48,10 +47,13 @@ class Store {
   void run_all(std::vector<TxnBody> bodies, TxnMode mode = TxnMode::kReadWrite) {
     std::size_t left = bodies.size();
     for (auto& b : bodies)
-      store_->transact(std::move(b), [&](TxnResult r) {
-        KAIROS_CHECK(r.committed());
-        --left;
-      }, mode);
+      store_->transact(
+          std::move(b),
+          [&](TxnResult r) {
+            KAIROS_CHECK(r.committed());
+            --left;
+          },
+          mode);
     while (left > 0) io_.run_one();
   }
   void run(TxnBody body, TxnMode mode = TxnMode::kReadWrite) {
@@ -75,8 +77,12 @@ const std::string kValue(100, 'v');
 
 // A due-index-like key: tag, shard, time, id.
 std::string ordered_key(std::uint64_t i) {
-  return KeyBuilder().tag('D').u32(0).time(absl::FromUnixMicros(static_cast<std::int64_t>(i)))
-      .str("job").build();
+  return KeyBuilder()
+      .tag('D')
+      .u32(0)
+      .time(absl::FromUnixMicros(static_cast<std::int64_t>(i)))
+      .str("job")
+      .build();
 }
 std::string random_key(Random& rng) {
   return KeyBuilder().tag('D').u32(0).u64(rng.next_u64()).str("job").build();
@@ -179,7 +185,8 @@ void BM_Get(benchmark::State& state) {
   for (auto _ : state) {
     s.run(
         [&rng](Txn& t) {
-          for (int j = 0; j < 1000; ++j) benchmark::DoNotOptimize(t.get(ordered_key(rng.below(100000))));
+          for (int j = 0; j < 1000; ++j)
+            benchmark::DoNotOptimize(t.get(ordered_key(rng.below(100000))));
           return absl::OkStatus();
         },
         TxnMode::kReadOnly);

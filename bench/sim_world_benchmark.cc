@@ -31,7 +31,11 @@ void BM_WorldEvents(benchmark::State& state) {
     state.SetItemsProcessed(state.items_processed() + static_cast<std::int64_t>(w.events_run()));
   }
 }
-BENCHMARK(BM_WorldEvents)->Args({100, 0})->Args({10000, 0})->Args({10000, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WorldEvents)
+    ->Args({100, 0})
+    ->Args({10000, 0})
+    ->Args({10000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kairos::sim

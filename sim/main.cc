@@ -14,8 +14,8 @@
 // Exit status: 0 every run passed; 1 a violation (or, with --require-marks, a
 // coverage mark never hit); 2 bad usage or a bad scenario file; 3 a
 // determinism check failed.
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -28,10 +28,10 @@
 #include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
 #include "core/kernel/planted_bugs.h"
-#include "sim/world/cluster.h"
 #include "sim/oracle/determinism.h"
-#include "sim/world/fault_plan.h"
 #include "sim/scenario/scenario.h"
+#include "sim/world/cluster.h"
+#include "sim/world/fault_plan.h"
 
 namespace {
 
@@ -87,12 +87,12 @@ bool parse_u64(const std::string& s, std::uint64_t* out) { return absl::SimpleAt
 // Returns 0 on success, else the exit code.
 int parse_args(int argc, char** argv, Options& o) {
   const std::map<std::string, bool> takes_value = {
-      {"--scenario", true},     {"--seed", true},       {"--seeds", true},
-      {"--swarm", false},       {"--runs", true},       {"--trace", true},
-      {"--inject-bug", true},   {"--list-bugs", false}, {"--list-scenarios", false},
-      {"--emit-scenario", true}, {"--scenario-dir", true}, {"--check-determinism", false},
-      {"--compare-traces", true}, {"--list-marks", false}, {"--stop-on-failure", false},
-      {"--coverage", false},       {"--require-marks", false}};
+      {"--scenario", true},       {"--seed", true},          {"--seeds", true},
+      {"--swarm", false},         {"--runs", true},          {"--trace", true},
+      {"--inject-bug", true},     {"--list-bugs", false},    {"--list-scenarios", false},
+      {"--emit-scenario", true},  {"--scenario-dir", true},  {"--check-determinism", false},
+      {"--compare-traces", true}, {"--list-marks", false},   {"--stop-on-failure", false},
+      {"--coverage", false},      {"--require-marks", false}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     if (flag == "--help" || flag == "-h") {
@@ -113,8 +113,10 @@ int parse_args(int argc, char** argv, Options& o) {
     } else if (!it->second && has_inline) {
       return usage_error(absl::StrCat(flag, ": takes no value"));
     }
-    if (flag == "--scenario") o.scenario_file = value;
-    else if (flag == "--scenario-dir") o.scenario_dir = value;
+    if (flag == "--scenario")
+      o.scenario_file = value;
+    else if (flag == "--scenario-dir")
+      o.scenario_dir = value;
     else if (flag == "--seed") {
       if (!parse_u64(value, &o.first_seed)) return usage_error("--seed: expected an integer");
       o.last_seed = o.first_seed;
@@ -125,20 +127,31 @@ int parse_args(int argc, char** argv, Options& o) {
           !parse_u64(value.substr(dots + 2), &o.last_seed) || o.first_seed > o.last_seed)
         return usage_error("--seeds: expected A..B with A <= B");
       o.seeds_given = true;
-    } else if (flag == "--swarm") o.swarm = true;
+    } else if (flag == "--swarm")
+      o.swarm = true;
     else if (flag == "--runs") {
       if (!parse_u64(value, &o.runs) || o.runs == 0)
         return usage_error("--runs: expected a positive integer");
-    } else if (flag == "--trace") o.trace_file = value;
-    else if (flag == "--inject-bug") o.bugs.push_back(value);
-    else if (flag == "--list-bugs") o.list_bugs = true;
-    else if (flag == "--list-scenarios") o.list_scenarios = true;
-    else if (flag == "--list-marks") o.list_marks = true;
-    else if (flag == "--stop-on-failure") o.stop_on_failure = true;
-    else if (flag == "--coverage") o.coverage = true;
-    else if (flag == "--require-marks") o.require_marks = true;
-    else if (flag == "--emit-scenario") o.emit_file = value;
-    else if (flag == "--check-determinism") o.check_determinism = true;
+    } else if (flag == "--trace")
+      o.trace_file = value;
+    else if (flag == "--inject-bug")
+      o.bugs.push_back(value);
+    else if (flag == "--list-bugs")
+      o.list_bugs = true;
+    else if (flag == "--list-scenarios")
+      o.list_scenarios = true;
+    else if (flag == "--list-marks")
+      o.list_marks = true;
+    else if (flag == "--stop-on-failure")
+      o.stop_on_failure = true;
+    else if (flag == "--coverage")
+      o.coverage = true;
+    else if (flag == "--require-marks")
+      o.require_marks = true;
+    else if (flag == "--emit-scenario")
+      o.emit_file = value;
+    else if (flag == "--check-determinism")
+      o.check_determinism = true;
     else if (flag == "--compare-traces") {
       o.compare.push_back(value);
       if (i + 1 >= argc) return usage_error("--compare-traces: expected two files");
@@ -167,11 +180,13 @@ int main(int argc, char** argv) {
   if (int rc = parse_args(argc, argv, o); rc != 0) return rc == kExitOk ? 0 : rc;
 
   if (o.list_marks) {
-    for (auto name : kRequiredMarks) std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
+    for (auto name : kRequiredMarks)
+      std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
     return 0;
   }
   if (o.list_bugs) {
-    for (auto name : kPlantedBugNames) std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
+    for (auto name : kPlantedBugNames)
+      std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
     return 0;
   }
   if (o.list_scenarios) {
@@ -237,7 +252,8 @@ int main(int argc, char** argv) {
       runs.emplace_back(o.first_seed + i, swarm_scenario(base, r));
     }
   } else {
-    for (std::uint64_t seed = o.first_seed; seed <= o.last_seed; ++seed) runs.emplace_back(seed, base);
+    for (std::uint64_t seed = o.first_seed; seed <= o.last_seed; ++seed)
+      runs.emplace_back(seed, base);
   }
   if (!o.emit_file.empty()) {
     std::ofstream out(o.emit_file);
@@ -259,11 +275,12 @@ int main(int argc, char** argv) {
       };
       Divergence d = check_determinism(make);
       if (d.diverged) {
-        std::printf("NONDETERMINISTIC seed=%llu: %016llx vs %016llx; first divergent record %llu\n"
-                    "  A: %s\n  B: %s\n",
-                    static_cast<unsigned long long>(seed), static_cast<unsigned long long>(d.hash_a),
-                    static_cast<unsigned long long>(d.hash_b),
-                    static_cast<unsigned long long>(d.record), d.line_a.c_str(), d.line_b.c_str());
+        std::printf(
+            "NONDETERMINISTIC seed=%llu: %016llx vs %016llx; first divergent record %llu\n"
+            "  A: %s\n  B: %s\n",
+            static_cast<unsigned long long>(seed), static_cast<unsigned long long>(d.hash_a),
+            static_cast<unsigned long long>(d.hash_b), static_cast<unsigned long long>(d.record),
+            d.line_a.c_str(), d.line_b.c_str());
         rc = 3;
         continue;
       }

@@ -13,7 +13,9 @@
 
 namespace kairos {
 
-inline absl::string_view absl_sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+inline absl::string_view absl_sv(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
 inline std::string_view std_sv(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 }  // namespace kairos

@@ -23,13 +23,13 @@ namespace kairos::detail {
 }
 }  // namespace kairos::detail
 
-#define KAIROS_CHECK(cond)                                                  \
-  do {                                                                      \
+#define KAIROS_CHECK(cond)                                                      \
+  do {                                                                          \
     if (!(cond)) ::kairos::detail::check_failed(#cond, __FILE__, __LINE__, ""); \
   } while (0)
 
-#define KAIROS_CHECK_MSG(cond, msg)                                            \
-  do {                                                                         \
+#define KAIROS_CHECK_MSG(cond, msg)                                              \
+  do {                                                                           \
     if (!(cond)) ::kairos::detail::check_failed(#cond, __FILE__, __LINE__, msg); \
   } while (0)
 
@@ -37,10 +37,10 @@ namespace kairos::detail {
 #define KAIROS_CONCAT(a, b) KAIROS_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function if `expr` is not OK.
-#define KAIROS_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::absl::Status kairos_status_ = (expr);           \
-    if (!kairos_status_.ok()) return kairos_status_;  \
+#define KAIROS_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::absl::Status kairos_status_ = (expr);          \
+    if (!kairos_status_.ok()) return kairos_status_; \
   } while (0)
 
 // `KAIROS_ASSIGN_OR_RETURN(auto x, MakeX());` assigns the value of a StatusOr

@@ -16,10 +16,22 @@ constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 }  // namespace
 
-ByteWriter& ByteWriter::u8(std::uint8_t v) { put_le(out_, v, 1); return *this; }
-ByteWriter& ByteWriter::u16(std::uint16_t v) { put_le(out_, v, 2); return *this; }
-ByteWriter& ByteWriter::u32(std::uint32_t v) { put_le(out_, v, 4); return *this; }
-ByteWriter& ByteWriter::u64(std::uint64_t v) { put_le(out_, v, 8); return *this; }
+ByteWriter& ByteWriter::u8(std::uint8_t v) {
+  put_le(out_, v, 1);
+  return *this;
+}
+ByteWriter& ByteWriter::u16(std::uint16_t v) {
+  put_le(out_, v, 2);
+  return *this;
+}
+ByteWriter& ByteWriter::u32(std::uint32_t v) {
+  put_le(out_, v, 4);
+  return *this;
+}
+ByteWriter& ByteWriter::u64(std::uint64_t v) {
+  put_le(out_, v, 8);
+  return *this;
+}
 ByteWriter& ByteWriter::str(std::string_view s) {
   KAIROS_CHECK(s.size() <= std::numeric_limits<std::uint32_t>::max());
   u32(static_cast<std::uint32_t>(s.size()));
@@ -82,8 +94,8 @@ absl::StatusOr<std::string> ByteReader::str(std::string_view field) {
     return absl::InvalidArgumentError(
         absl::StrCat(absl_sv(field), ": length ", n, " exceeds the limit ", max_string_));
   if (n > in_.size())
-    return absl::InvalidArgumentError(absl::StrCat(absl_sv(field), ": length ", n,
-                                                   " exceeds the remaining ", in_.size(), " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        absl_sv(field), ": length ", n, " exceeds the remaining ", in_.size(), " bytes"));
   std::string out(in_.substr(0, n));
   in_.remove_prefix(n);
   return out;

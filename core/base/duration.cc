@@ -58,7 +58,8 @@ absl::StatusOr<absl::Duration> parse_duration(std::string_view text) {
     }
     if (unit < 0 || (i < text.size() && text[i] >= 'a' && text[i] <= 'z')) {
       std::size_t unit_end = i;
-      while (unit_end < text.size() && !(text[unit_end] >= '0' && text[unit_end] <= '9')) ++unit_end;
+      while (unit_end < text.size() && !(text[unit_end] >= '0' && text[unit_end] <= '9'))
+        ++unit_end;
       const std::size_t unit_start = unit < 0 ? i : i - kUnits[unit].name.size();
       return bad(text, absl::StrCat("unknown unit '",
                                     absl_sv(text.substr(unit_start, unit_end - unit_start)),
@@ -69,7 +70,8 @@ absl::StatusOr<absl::Duration> parse_duration(std::string_view text) {
                                     "' is repeated or out of order"));
     }
     last_unit = unit;
-    if (value > kMaxMillis / kUnits[unit].millis) return bad(text, "it is too large (at most 100000d)");
+    if (value > kMaxMillis / kUnits[unit].millis)
+      return bad(text, "it is too large (at most 100000d)");
     total += value * kUnits[unit].millis;
     if (total > kMaxMillis) return bad(text, "it is too large (at most 100000d)");
   }

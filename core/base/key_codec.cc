@@ -15,9 +15,18 @@ void put_be(std::string& out, std::uint64_t v, int bytes) {
 }
 }  // namespace
 
-KeyBuilder& KeyBuilder::u16(std::uint16_t v) { put_be(out_, v, 2); return *this; }
-KeyBuilder& KeyBuilder::u32(std::uint32_t v) { put_be(out_, v, 4); return *this; }
-KeyBuilder& KeyBuilder::u64(std::uint64_t v) { put_be(out_, v, 8); return *this; }
+KeyBuilder& KeyBuilder::u16(std::uint16_t v) {
+  put_be(out_, v, 2);
+  return *this;
+}
+KeyBuilder& KeyBuilder::u32(std::uint32_t v) {
+  put_be(out_, v, 4);
+  return *this;
+}
+KeyBuilder& KeyBuilder::u64(std::uint64_t v) {
+  put_be(out_, v, 8);
+  return *this;
+}
 KeyBuilder& KeyBuilder::i64(std::int64_t v) {
   put_be(out_, static_cast<std::uint64_t>(v) ^ (1ULL << 63), 8);
   return *this;
@@ -86,7 +95,8 @@ absl::StatusOr<std::string> KeyReader::str() {
       return out;
     }
     if (next != 0xFF)
-      return absl::InvalidArgumentError(absl::StrCat("key: bad string escape 0x00 0x", absl::Hex(next)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("key: bad string escape 0x00 0x", absl::Hex(next)));
     out.push_back('\0');
     ++i;
   }
@@ -95,7 +105,8 @@ absl::StatusOr<std::string> KeyReader::str() {
 
 absl::Status KeyReader::expect_end() const {
   if (in_.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("key: ", in_.size(), " unexpected trailing bytes"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("key: ", in_.size(), " unexpected trailing bytes"));
 }
 
 std::string prefix_end(std::string_view prefix) {

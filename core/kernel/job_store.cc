@@ -7,19 +7,24 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
+#include "core/base/stable_hash.h"
 #include "core/kernel/keyspace.h"
 #include "core/schedule/schedule.h"
-#include "core/base/stable_hash.h"
 
 namespace kairos {
 
 std::string_view to_string(WriteVerdict v) {
   switch (v) {
-    case WriteVerdict::kAccepted: return "accepted";
-    case WriteVerdict::kStaleToken: return "stale_token";
-    case WriteVerdict::kLeaseLapsed: return "lease_lapsed";
-    case WriteVerdict::kNotLeased: return "not_leased";
-    case WriteVerdict::kUnknownRun: return "unknown_run";
+    case WriteVerdict::kAccepted:
+      return "accepted";
+    case WriteVerdict::kStaleToken:
+      return "stale_token";
+    case WriteVerdict::kLeaseLapsed:
+      return "lease_lapsed";
+    case WriteVerdict::kNotLeased:
+      return "not_leased";
+    case WriteVerdict::kUnknownRun:
+      return "unknown_run";
   }
   return "?";
 }
@@ -96,17 +101,23 @@ void close_attempt(RunRecord& run, AttemptEnd end, absl::Time now, std::int32_t 
 
 AttemptEnd attempt_end(RunStatus s) {
   switch (s) {
-    case RunStatus::kSucceeded: return AttemptEnd::kSucceeded;
-    case RunStatus::kFailed: return AttemptEnd::kFailed;
-    case RunStatus::kFailedPermanent: return AttemptEnd::kFailedPermanent;
-    case RunStatus::kTimedOut: return AttemptEnd::kTimedOut;
-    case RunStatus::kStopped: return AttemptEnd::kReleased;
+    case RunStatus::kSucceeded:
+      return AttemptEnd::kSucceeded;
+    case RunStatus::kFailed:
+      return AttemptEnd::kFailed;
+    case RunStatus::kFailedPermanent:
+      return AttemptEnd::kFailedPermanent;
+    case RunStatus::kTimedOut:
+      return AttemptEnd::kTimedOut;
+    case RunStatus::kStopped:
+      return AttemptEnd::kReleased;
   }
   return AttemptEnd::kFailed;
 }
 
 // The ledger record of a scheduled run's own occurrence becomes kCancelled.
-void cancel_ledger(Txn& txn, const RunRecord& run, std::string_view why, std::vector<Event>& events) {
+void cancel_ledger(Txn& txn, const RunRecord& run, std::string_view why,
+                   std::vector<Event>& events) {
   if (run.kind != RunKind::kScheduled) return;
   const std::string key = keys::ledger(run.id.job_id, run.id.nominal, run.id.incarnation);
   auto v = txn.get(key);
@@ -159,7 +170,8 @@ absl::StatusOr<OpenRuns> open_runs(Txn& txn, std::string_view id, std::uint64_t 
   for (const auto& kv : txn.scan(r.begin, r.end, 10'000)) {
     KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_open(kv.key));
     KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
-    if (!run) return absl::DataLossError(absl::StrCat("open-run entry without run ", idempotency_key(rid)));
+    if (!run)
+      return absl::DataLossError(absl::StrCat("open-run entry without run ", idempotency_key(rid)));
     if (run->state == RunState::kWaiting) {
       ++o.waiting;
       if (!o.first_waiting) o.first_waiting = *run;
@@ -225,10 +237,11 @@ absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEn
   close_attempt(run, end, now);
   if (run.attempt >= max_attempts) {
     const std::string worker = run.owner;
-    return finish_run(txn, run, RunState::kFailed, RunStatus::kFailed, 0,
-                      absl::StrCat(end == AttemptEnd::kLapsed ? "lease lapsed" : "released",
-                                   " on the last attempt (", run.attempt, " of ", max_attempts, ")"),
-                      now, worker, events);
+    return finish_run(
+        txn, run, RunState::kFailed, RunStatus::kFailed, 0,
+        absl::StrCat(end == AttemptEnd::kLapsed ? "lease lapsed" : "released",
+                     " on the last attempt (", run.attempt, " of ", max_attempts, ")"),
+        now, worker, events);
   }
   run.state = RunState::kReady;
   run.owner.clear();
@@ -245,7 +258,8 @@ absl::Status check_namespace(std::string_view ns) {
     return invalid("namespace", absl::StrCat("must be 1..", kMaxNamespaceSize, " bytes"));
   for (char c : ns)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
-      return invalid("namespace", absl::StrCat("'", absl_sv(ns), "' may contain only a-z 0-9 - _ ."));
+      return invalid("namespace",
+                     absl::StrCat("'", absl_sv(ns), "' may contain only a-z 0-9 - _ ."));
   return absl::OkStatus();
 }
 
@@ -254,15 +268,19 @@ absl::Status check_labels(const std::map<std::string, std::string>& labels) {
     return invalid("labels", absl::StrCat("at most ", kMaxLabels, " labels, got ", labels.size()));
   for (const auto& [k, v] : labels) {
     if (k.empty() || k.size() > kMaxLabelKeySize)
-      return invalid("labels", absl::StrCat("key '", k, "' must be 1..", kMaxLabelKeySize, " bytes"));
+      return invalid("labels",
+                     absl::StrCat("key '", k, "' must be 1..", kMaxLabelKeySize, " bytes"));
     for (char c : k)
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-            c == '_' || c == '.' || c == '/'))
-        return invalid("labels", absl::StrCat("key '", k, "' may contain only letters, digits and - _ . /"));
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '/'))
+        return invalid("labels",
+                       absl::StrCat("key '", k, "' may contain only letters, digits and - _ . /"));
     if (v.size() > kMaxLabelValueSize)
-      return invalid(absl::StrCat("labels.", k), absl::StrCat("value must be at most ", kMaxLabelValueSize, " bytes"));
+      return invalid(absl::StrCat("labels.", k),
+                     absl::StrCat("value must be at most ", kMaxLabelValueSize, " bytes"));
     for (unsigned char c : v)
-      if (c < 0x20 || c == 0x7f) return invalid(absl::StrCat("labels.", k), "value must not contain control characters");
+      if (c < 0x20 || c == 0x7f)
+        return invalid(absl::StrCat("labels.", k), "value must not contain control characters");
   }
   return absl::OkStatus();
 }
@@ -272,13 +290,14 @@ absl::Status check_labels(const std::map<std::string, std::string>& labels) {
 absl::Status validate_job_id(std::string_view id) {
   if (id.empty()) return invalid("id", "must not be empty");
   if (id.size() > kMaxJobIdSize)
-    return invalid("id", absl::StrCat("must be at most ", kMaxJobIdSize, " bytes, got ", id.size()));
+    return invalid("id",
+                   absl::StrCat("must be at most ", kMaxJobIdSize, " bytes, got ", id.size()));
   for (char c : id) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '-' || c == '_' || c == '.' || c == ':' || c == '/';
     if (!ok)
-      return invalid("id", absl::StrCat("'", absl_sv(id),
-                                        "' may contain only letters, digits and - _ . : /"));
+      return invalid(
+          "id", absl::StrCat("'", absl_sv(id), "' may contain only letters, digits and - _ . : /"));
   }
   return absl::OkStatus();
 }
@@ -294,8 +313,10 @@ absl::Status validate_job_spec(const JobSpec& spec) {
   KAIROS_RETURN_IF_ERROR(validate(spec.payload));
   const JobPolicy& p = spec.policy;
   if (p.max_attempts < 1 || p.max_attempts > 100)
-    return invalid("policy.max_attempts", absl::StrCat("must be in [1, 100], got ", p.max_attempts));
-  if (!finite_nonneg(p.retry_initial)) return invalid("policy.retry_initial", "must be >= 0 and finite");
+    return invalid("policy.max_attempts",
+                   absl::StrCat("must be in [1, 100], got ", p.max_attempts));
+  if (!finite_nonneg(p.retry_initial))
+    return invalid("policy.retry_initial", "must be >= 0 and finite");
   if (p.retry_multiplier_percent < 100 || p.retry_multiplier_percent > 1000)
     return invalid("policy.retry_multiplier_percent",
                    absl::StrCat("must be in [100, 1000], got ", p.retry_multiplier_percent));
@@ -303,11 +324,14 @@ absl::Status validate_job_spec(const JobSpec& spec) {
     return invalid("policy.retry_max", "must be finite and >= policy.retry_initial");
   if (p.timeout <= absl::ZeroDuration() || p.timeout > absl::Hours(24 * 7))
     return invalid("policy.timeout", "must be in (0, 7d]");
-  if (!finite_nonneg(p.misfire_threshold)) return invalid("policy.misfire_threshold", "must be >= 0 and finite");
+  if (!finite_nonneg(p.misfire_threshold))
+    return invalid("policy.misfire_threshold", "must be >= 0 and finite");
   if (p.catch_up_max < 1 || p.catch_up_max > 1000)
-    return invalid("policy.catch_up_max", absl::StrCat("must be in [1, 1000], got ", p.catch_up_max));
+    return invalid("policy.catch_up_max",
+                   absl::StrCat("must be in [1, 1000], got ", p.catch_up_max));
   if (p.max_concurrent < 1 || p.max_concurrent > 100)
-    return invalid("policy.max_concurrent", absl::StrCat("must be in [1, 100], got ", p.max_concurrent));
+    return invalid("policy.max_concurrent",
+                   absl::StrCat("must be in [1, 100], got ", p.max_concurrent));
   if (p.priority < kMinPriority || p.priority > kMaxPriority)
     return invalid("policy.priority", absl::StrCat("must be in [", kMinPriority, ", ", kMaxPriority,
                                                    "], got ", p.priority));
@@ -458,7 +482,8 @@ absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) 
   for (const auto& kv : txn.scan(open.begin, open.end, 10'000)) {
     KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_open(kv.key));
     KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
-    if (!run) return absl::DataLossError(absl::StrCat("open-run entry without run ", idempotency_key(rid)));
+    if (!run)
+      return absl::DataLossError(absl::StrCat("open-run entry without run ", idempotency_key(rid)));
     if (run->state == RunState::kReady || run->state == RunState::kWaiting) {
       withdraw(txn, *run, now, out->events, "job cancelled");
       ++out->cancelled_runs;
@@ -480,7 +505,8 @@ absl::Status JobStore::acquire_or_renew(Txn& txn, std::uint32_t shard, std::stri
   *out = {};
   KAIROS_CHECK(shard < shard_count_);
   const absl::Time now = txn.now();
-  KAIROS_ASSIGN_OR_RETURN(auto current, read<LeaderRecord>(txn, keys::leader(shard), decode_leader));
+  KAIROS_ASSIGN_OR_RETURN(auto current,
+                          read<LeaderRecord>(txn, keys::leader(shard), decode_leader));
   LeaderRecord rec = current.value_or(LeaderRecord{});
   out->previous = rec;
   if (current && rec.holder == node && known_epoch != 0 && rec.epoch == known_epoch) {
@@ -510,19 +536,21 @@ absl::Status JobStore::acquire_or_renew(Txn& txn, std::uint32_t shard, std::stri
   return absl::OkStatus();
 }
 
-absl::Status JobStore::check_leader(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const {
-  KAIROS_ASSIGN_OR_RETURN(auto current, read<LeaderRecord>(txn, keys::leader(shard), decode_leader));
+absl::Status JobStore::check_leader(Txn& txn, std::uint32_t shard,
+                                    const LeaderToken& leader) const {
+  KAIROS_ASSIGN_OR_RETURN(auto current,
+                          read<LeaderRecord>(txn, keys::leader(shard), decode_leader));
   const absl::Time now = txn.now();
   if (current && current->holder == leader.node && current->epoch == leader.epoch &&
       current->expiry > now)
     return absl::OkStatus();
   if (!current)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "stale epoch ", leader.epoch, " for shard ", shard, ": the shard has no leader record"));
-  return absl::FailedPreconditionError(absl::StrCat(
-      "stale epoch ", leader.epoch, " for shard ", shard, " (node '", leader.node,
-      "'): current epoch ", current->epoch, " held by '", current->holder, "'",
-      current->expiry <= now ? " (expired)" : ""));
+    return absl::FailedPreconditionError(absl::StrCat("stale epoch ", leader.epoch, " for shard ",
+                                                      shard, ": the shard has no leader record"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("stale epoch ", leader.epoch, " for shard ", shard, " (node '", leader.node,
+                   "'): current epoch ", current->epoch, " held by '", current->holder, "'",
+                   current->expiry <= now ? " (expired)" : ""));
 }
 
 absl::Status JobStore::leader_gate(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const {
@@ -590,9 +618,10 @@ absl::Status JobStore::fire(Txn& txn, std::uint32_t shard, JobRecord& job, const
       state = RunState::kWaiting;
     } else {
       led.outcome = LedgerOutcome::kSkippedOverlap;
-      led.detail = absl::StrCat("overlap ", p.overlap == OverlapPolicy::kSkip    ? "skip"
-                                            : p.overlap == OverlapPolicy::kQueue ? "queue"
-                                                                                 : "allow",
+      led.detail = absl::StrCat("overlap ",
+                                p.overlap == OverlapPolicy::kSkip    ? "skip"
+                                : p.overlap == OverlapPolicy::kQueue ? "queue"
+                                                                     : "allow",
                                 ": ", open.active, " unfinished, ", open.waiting, " waiting");
       return put_ledger(txn, job, led, out->events);
     }
@@ -650,7 +679,8 @@ absl::Status JobStore::record_range(Txn& txn, JobRecord& job, const std::vector<
     const absl::Duration late = now - std::max(fires[i].at, job.created_at);
     led.lateness = late < absl::ZeroDuration() ? absl::ZeroDuration() : late;
     led.recorded_at = now;
-    led.detail = paused ? absl::StrCat("fell while the job was paused; ", absl_sv(detail)) : std::string(detail);
+    led.detail = paused ? absl::StrCat("fell while the job was paused; ", absl_sv(detail))
+                        : std::string(detail);
     KAIROS_RETURN_IF_ERROR(put_ledger(txn, job, led, events));
     i = j;
   }
@@ -681,15 +711,17 @@ absl::Status JobStore::close_overdue(Txn& txn, JobRecord& job, std::string_view 
   std::vector<Fire> fires;
   for (int chunk = 0; f && f->at <= now; ++chunk) {
     fires.clear();
-    for (; f && f->at <= now && fires.size() < options_.misfire_chunk; f = schedule.next_after(f->nominal))
+    for (; f && f->at <= now && fires.size() < options_.misfire_chunk;
+         f = schedule.next_after(f->nominal))
       fires.push_back(*f);
     if (chunk + 1 == kMaxChunks && f && f->at <= now) {
       // Too long to list: one uncounted record through the last due one.
       std::optional<Fire> last = schedule.prev_before(now + absl::Microseconds(1));
       while (last && last->at > now) last = schedule.prev_before(last->nominal);
       if (last && last->nominal >= f->nominal) {
-        KAIROS_RETURN_IF_ERROR(record_range(txn, job, fires, 0, fires.size(), LedgerOutcome::kCancelled,
-                                            absl::InfinitePast(), why, events));
+        KAIROS_RETURN_IF_ERROR(record_range(txn, job, fires, 0, fires.size(),
+                                            LedgerOutcome::kCancelled, absl::InfinitePast(), why,
+                                            events));
         LedgerRecord led;
         led.incarnation = job.incarnation;
         led.nominal = f->nominal;
@@ -779,7 +811,7 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
   }
   std::size_t m = 0;  // misfired prefix (fire times increase)
   while (m < due.size() && misfired(due[m])) ++m;
-  const std::string policy_name = p.misfire == MisfirePolicy::kRunOnce ? "run-once"
+  const std::string policy_name = p.misfire == MisfirePolicy::kRunOnce   ? "run-once"
                                   : p.misfire == MisfirePolicy::kCatchUp ? "catch-up"
                                                                          : "skip";
   Event decision;
@@ -811,16 +843,17 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
       o.fire = last;
       o.outcome = misfired(last) ? LedgerOutcome::kLate : on_time_outcome(last);
       o.lateness = lateness_of(last);
-      o.stands_for = static_cast<std::uint32_t>(std::min<std::uint64_t>(due.size() + job.backlog, UINT32_MAX));
+      o.stands_for =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(due.size() + job.backlog, UINT32_MAX));
       o.ready_at = due_at;
       o.created = &created;
       KAIROS_RETURN_IF_ERROR(fire(txn, shard, job, o, out));
       fired = created ? 1 : 0;
       coalesced = due.size() - 1;
-      KAIROS_RETURN_IF_ERROR(record_range(due, 0, due.size() - 1, LedgerOutcome::kCoalesced,
-                                          created ? last.nominal : absl::InfinitePast(),
-                                          absl::StrCat("run-once: ", due.size() + job.backlog,
-                                                       " occurrences, one run")));
+      KAIROS_RETURN_IF_ERROR(record_range(
+          due, 0, due.size() - 1, LedgerOutcome::kCoalesced,
+          created ? last.nominal : absl::InfinitePast(),
+          absl::StrCat("run-once: ", due.size() + job.backlog, " occurrences, one run")));
       job.backlog = 0;
       next_fire = schedule.next_after(last.nominal);
     }
@@ -830,7 +863,8 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
                                         absl::InfinitePast(), "skip: past the misfire threshold"));
     skipped = m;
     job.backlog = 0;
-    next_fire = m < due.size() ? std::optional<Fire>(due[m]) : schedule.next_after(due.back().nominal);
+    next_fire =
+        m < due.size() ? std::optional<Fire>(due[m]) : schedule.next_after(due.back().nominal);
     if (next_fire) next_at = next_fire->at;
   } else {  // catch-up
     job.backlog = 0;
@@ -841,9 +875,9 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
     } else if (bounded && due.size() > p.catch_up_max) {
       excess = due.size() - p.catch_up_max;
     }
-    KAIROS_RETURN_IF_ERROR(record_range(due, 0, excess, LedgerOutcome::kSkippedMisfire,
-                                        absl::InfinitePast(),
-                                        absl::StrCat("catch-up: beyond the bound of ", p.catch_up_max)));
+    KAIROS_RETURN_IF_ERROR(
+        record_range(due, 0, excess, LedgerOutcome::kSkippedMisfire, absl::InfinitePast(),
+                     absl::StrCat("catch-up: beyond the bound of ", p.catch_up_max)));
     skipped = excess;
     if (capped && bounded) {
       next_fire = due[excess];
@@ -890,7 +924,8 @@ absl::Status JobStore::prune(Txn& txn, JobRecord& job, std::vector<Event>& event
     const bool over_age = rec.recorded_at + options_.ledger_max_age < now;
     if (!over_count && !over_age) break;
     if (has_own_run(rec.outcome) || rec.outcome == LedgerOutcome::kCancelled) {
-      const RunId rid{job.spec.id, rec.incarnation, rec.run_nominal == absl::InfinitePast() ? rec.nominal : rec.run_nominal};
+      const RunId rid{job.spec.id, rec.incarnation,
+                      rec.run_nominal == absl::InfinitePast() ? rec.nominal : rec.run_nominal};
       KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
       if (run && !is_terminal(run->state)) break;  // never prune past an open run
       if (run) txn.erase(keys::run(rid));
@@ -997,7 +1032,8 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
 // prune_budget records of each (their runs with them); an entry is dropped
 // once its job's ledger is empty, or when the id was re-created (its
 // dispatches prune it again).
-absl::Status JobStore::sweep_cancelled(Txn& txn, std::uint32_t shard, std::vector<Event>& events) const {
+absl::Status JobStore::sweep_cancelled(Txn& txn, std::uint32_t shard,
+                                       std::vector<Event>& events) const {
   const absl::Time now = txn.now();
   const keys::Range range = keys::sweep_until(shard, now - options_.ledger_max_age);
   for (const auto& kv : txn.scan(range.begin, range.end, 2)) {
@@ -1190,9 +1226,11 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
                                 .with("op", std::string("complete")));
     } else if (run->state != RunState::kLeased &&
                !(bugs_.ignore_fencing && run->state == RunState::kReady)) {
-      v.verdict = run->state == RunState::kReady ? WriteVerdict::kStaleToken : WriteVerdict::kNotLeased;
-      v.reason = absl::StrCat("run is ", absl_sv(to_string(run->state)),
-                              run->state == RunState::kReady ? " (its lease lapsed and it was re-queued)" : "");
+      v.verdict =
+          run->state == RunState::kReady ? WriteVerdict::kStaleToken : WriteVerdict::kNotLeased;
+      v.reason = absl::StrCat(
+          "run is ", absl_sv(to_string(run->state)),
+          run->state == RunState::kReady ? " (its lease lapsed and it was re-queued)" : "");
       out->events.push_back(run_event("write.rejected_stale_token", *run)
                                 .with("worker", std::string(worker))
                                 .with("stale_token", item.token)
@@ -1200,13 +1238,15 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
     } else {
       // Accepted: the token is current (the token, not the clock, is the
       // fence: until the reaper re-queues the run nobody else can hold it).
-      KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(run->id.job_id), decode_job));
+      KAIROS_ASSIGN_OR_RETURN(auto job,
+                              read<JobRecord>(txn, keys::job(run->id.job_id), decode_job));
       const JobPolicy policy = job_accepts(job, run->id) ? job->spec.policy : JobPolicy{};
       const bool job_live = job_accepts(job, run->id);
       if (releasing) {
         // The worker gave the run back (stopped at its lease deadline).
         const std::uint32_t max = job_live ? policy.max_attempts : run->attempt;
-        KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events));
+        KAIROS_RETURN_IF_ERROR(
+            requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events));
         v.verdict = WriteVerdict::kAccepted;
         out->events.push_back(run_event("run.released", *run)
                                   .with("worker", std::string(worker))
@@ -1224,9 +1264,9 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       if (retry) {
         // The next attempt of the same run (same idempotency key), after the
         // backoff; its claim takes a higher token.
-        const absl::Duration delay =
-            bugs_.retry_without_backoff ? absl::ZeroDuration()  // planted bug
-                                        : retry_delay(policy, run->id, run->attempt);
+        const absl::Duration delay = bugs_.retry_without_backoff
+                                         ? absl::ZeroDuration()  // planted bug
+                                         : retry_delay(policy, run->id, run->attempt);
         const std::uint32_t failed = run->attempt;
         run->state = RunState::kReady;
         run->outcome = item.outcome;
@@ -1239,19 +1279,21 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
         run->last_retry_delay = delay;
         txn.put(keys::ready(run->shard, run->priority, run->ready_at, run->id), "");
         put_run(txn, *run);
-        out->events.push_back(run_event("run.retry_scheduled", *run)
-                                  .with("worker", std::string(worker))
-                                  .with("failed_attempt", static_cast<std::uint64_t>(failed))
-                                  .with("status", static_cast<std::uint64_t>(item.outcome))
-                                  .with("delay", delay)
-                                  .with("delay_min", retry_lower_bound(policy, failed))
-                                  .with("delay_max", retry_base_delay(policy, failed))
-                                  .with("ready_at", run->ready_at)
-                                  .with("max_attempts", static_cast<std::uint64_t>(policy.max_attempts)));
+        out->events.push_back(
+            run_event("run.retry_scheduled", *run)
+                .with("worker", std::string(worker))
+                .with("failed_attempt", static_cast<std::uint64_t>(failed))
+                .with("status", static_cast<std::uint64_t>(item.outcome))
+                .with("delay", delay)
+                .with("delay_min", retry_lower_bound(policy, failed))
+                .with("delay_max", retry_base_delay(policy, failed))
+                .with("ready_at", run->ready_at)
+                .with("max_attempts", static_cast<std::uint64_t>(policy.max_attempts)));
       } else {
         std::string detail = item.detail.substr(0, kMaxDetailSize);
         KAIROS_RETURN_IF_ERROR(finish_run(
-            txn, *run, item.outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed,
+            txn, *run,
+            item.outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed,
             item.outcome, item.exit_code, std::move(detail), now, worker, out->events));
       }
     }
@@ -1276,7 +1318,9 @@ absl::StatusOr<JobRecord> live_job(Txn& txn, std::string_view id) {
 Event job_event(std::string_view kind, const JobRecord& job) {
   Event e;
   e.kind = kind;
-  e.with("job", job.spec.id).with("incarnation", job.incarnation).with("generation", job.generation);
+  e.with("job", job.spec.id)
+      .with("incarnation", job.incarnation)
+      .with("generation", job.generation);
   return e;
 }
 }  // namespace
@@ -1288,7 +1332,8 @@ absl::Status JobStore::list(Txn& txn, std::string_view page_token, std::size_t l
   if (limit == 0 || limit > 10'000) return invalid("page_size", "must be in [1, 10000]");
   keys::Range range = keys::all_jobs();
   if (!page_token.empty()) {
-    if (!validate_job_id(page_token).ok()) return invalid("page_token", "is not a token this API returned");
+    if (!validate_job_id(page_token).ok())
+      return invalid("page_token", "is not a token this API returned");
     range.begin = key_successor(keys::job(page_token));
   }
   const std::size_t max_scan = std::min<std::size_t>(limit * 10, 10'000);
@@ -1381,10 +1426,13 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
       if (schedule_changed && unclaimed) {
         withdraw(txn, run, now, out->events, "rescheduled");
         ++out->withdrawn_runs;
-      } else if (priority_changed && (run.state == RunState::kReady || run.state == RunState::kWaiting)) {
-        if (run.state == RunState::kReady) txn.erase(keys::ready(run.shard, run.priority, run.ready_at, run.id));
+      } else if (priority_changed &&
+                 (run.state == RunState::kReady || run.state == RunState::kWaiting)) {
+        if (run.state == RunState::kReady)
+          txn.erase(keys::ready(run.shard, run.priority, run.ready_at, run.id));
         run.priority = spec.policy.priority;
-        if (run.state == RunState::kReady) txn.put(keys::ready(run.shard, run.priority, run.ready_at, run.id), "");
+        if (run.state == RunState::kReady)
+          txn.put(keys::ready(run.shard, run.priority, run.ready_at, run.id), "");
         put_run(txn, run);
       }
     }
@@ -1402,7 +1450,8 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
     KAIROS_ASSIGN_OR_RETURN(auto schedule, Schedule::compile(spec.schedule, spec.id));
     auto f = first_fire(schedule, now);
     // Never reuse an occurrence identity that already has a run.
-    for (int guard = 0; f && guard < 10'000 && txn.get(keys::run({spec.id, job.incarnation, f->nominal})); ++guard)
+    for (int guard = 0;
+         f && guard < 10'000 && txn.get(keys::run({spec.id, job.incarnation, f->nominal})); ++guard)
       f = schedule.next_after(f->nominal);
     if (f) {
       job.next_nominal = f->nominal;
@@ -1436,10 +1485,13 @@ absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out) c
     out->events = std::move(c.events);
     return absl::OkStatus();
   }
-  return update(txn, spec.id, [&](JobSpec& s) {
-    s = spec;
-    return absl::OkStatus();
-  }, out);
+  return update(
+      txn, spec.id,
+      [&](JobSpec& s) {
+        s = spec;
+        return absl::OkStatus();
+      },
+      out);
 }
 
 absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const {
@@ -1469,9 +1521,9 @@ absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult*
     if (p.overlap == OverlapPolicy::kQueue && open.waiting == 0) {
       state = RunState::kWaiting;
     } else {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "trigger: the overlap policy refuses a run now (", open.active, " unfinished, ", open.waiting,
-          " waiting); pass force to run anyway"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("trigger: the overlap policy refuses a run now (", open.active,
+                       " unfinished, ", open.waiting, " waiting); pass force to run anyway"));
     }
   }
   RunRecord run;

@@ -37,10 +37,10 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/ports/event_log.h"
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/policy.h"
 #include "core/kernel/records.h"
+#include "core/ports/event_log.h"
 #include "core/ports/runner.h"
 #include "core/ports/storage.h"
 
@@ -100,8 +100,8 @@ struct ListResult {
 // Job control (issue 6).
 struct ControlResult {
   JobRecord job;
-  bool changed = false;  // false: the request was already in effect
-  bool created = false;  // apply only: a new incarnation was created
+  bool changed = false;              // false: the request was already in effect
+  bool created = false;              // apply only: a new incarnation was created
   std::uint32_t withdrawn_runs = 0;  // reschedule: not-yet-claimed runs withdrawn
   std::vector<Event> events;
 };
@@ -148,8 +148,8 @@ struct RunsResult {
 struct LeadershipResult {
   enum class Kind : std::uint8_t { kAcquired, kRenewed, kHeldByOther };
   Kind kind = Kind::kHeldByOther;
-  LeaderRecord record;        // the record after the body
-  LeaderRecord previous;      // before (kAcquired: whom we replaced)
+  LeaderRecord record;    // the record after the body
+  LeaderRecord previous;  // before (kAcquired: whom we replaced)
   std::vector<Event> events;
   // kHeldByOther: how long (store clock) the other holder's lease still runs;
   // trying again sooner cannot succeed.
@@ -158,7 +158,7 @@ struct LeadershipResult {
 
 struct DispatchResult {
   std::vector<RunRecord> dispatched;  // runs created by this body
-  std::vector<RunRecord> to_create;  // non_atomic_dispatch only: second txn's work
+  std::vector<RunRecord> to_create;   // non_atomic_dispatch only: second txn's work
   std::uint32_t scanned = 0;
   bool more = false;  // the scan hit its limit; call again
   // How long (store clock) until the shard's next due entry, when it has
@@ -288,8 +288,8 @@ class JobStore {
 
   // Leader only: turns due entries (due_at <= now) into ready runs, at most
   // `limit` entries.
-  absl::Status dispatch(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
-                        std::size_t limit, DispatchResult* out) const;
+  absl::Status dispatch(Txn& txn, std::uint32_t shard, const LeaderToken& leader, std::size_t limit,
+                        DispatchResult* out) const;
   // Second half of non_atomic_dispatch, and the unknown_as_failure re-dispatch
   // (idempotent == false overwrites an existing run).
   absl::Status create_runs(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
@@ -303,8 +303,8 @@ class JobStore {
   absl::Status claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) const;
   absl::Status renew(Txn& txn, std::string_view worker, const std::vector<RenewItem>& items,
                      absl::Duration ttl, RenewResult* out) const;
-  absl::Status complete(Txn& txn, std::string_view worker,
-                        const std::vector<CompleteItem>& items, CompleteResult* out) const;
+  absl::Status complete(Txn& txn, std::string_view worker, const std::vector<CompleteItem>& items,
+                        CompleteResult* out) const;
 
  private:
   absl::Status leader_gate(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;

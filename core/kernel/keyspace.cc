@@ -80,7 +80,8 @@ std::uint8_t priority_band(std::int32_t priority) {
   KAIROS_CHECK(priority >= kMinPriority && priority <= kMaxPriority);
   return static_cast<std::uint8_t>(kMaxPriority - priority);
 }
-std::string ready(std::uint32_t shard, std::int32_t priority, absl::Time ready_at, const RunId& id) {
+std::string ready(std::uint32_t shard, std::int32_t priority, absl::Time ready_at,
+                  const RunId& id) {
   KeyBuilder b;
   b.tag(kReady).u32(shard).u8(priority_band(priority)).time(ready_at);
   return run_suffix(b, id).build();

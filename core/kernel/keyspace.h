@@ -116,7 +116,7 @@ struct DueKey {
   std::string job_id;
 };
 absl::StatusOr<DueKey> parse_due(std::string_view key);
-absl::StatusOr<RunId> parse_ready(std::string_view key);   // the run it names
+absl::StatusOr<RunId> parse_ready(std::string_view key);  // the run it names
 absl::StatusOr<RunId> parse_expiry(std::string_view key, absl::Time* expiry);
 absl::StatusOr<RunId> parse_open(std::string_view key);
 absl::StatusOr<std::string> parse_job(std::string_view key);

@@ -32,11 +32,10 @@ absl::Status validate(const LeaseConfig& c) {
   KAIROS_RETURN_IF_ERROR(positive(c.leader_ttl, "lease.leader_ttl"));
   KAIROS_RETURN_IF_ERROR(positive(c.leader_renew_period, "lease.leader_renew_period"));
   if (c.max_drift_ppm < 0 || c.max_drift_ppm > 100'000)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "lease.max_drift_ppm: must be in [0, 100000] (0-10%), got ", c.max_drift_ppm));
-  if (us(c.margin) * 2 < us(c.rpc_timeout))
     return absl::InvalidArgumentError(
-        "lease.margin: must be at least half of lease.rpc_timeout");
+        absl::StrCat("lease.max_drift_ppm: must be in [0, 100000] (0-10%), got ", c.max_drift_ppm));
+  if (us(c.margin) * 2 < us(c.rpc_timeout))
+    return absl::InvalidArgumentError("lease.margin: must be at least half of lease.rpc_timeout");
   const std::int64_t eff = d::effective_us(us(c.lease_ttl), c.max_drift_ppm, us(c.margin));
   if (us(c.heartbeat_period) * 2 + us(c.rpc_timeout) > eff)
     return absl::InvalidArgumentError(absl::StrCat(

@@ -52,15 +52,15 @@ struct PlantedBugs {
 
 // Names as the simulator's --inject-bug spells them.
 inline constexpr std::array<std::string_view, 10> kPlantedBugNames = {
-    "ignore-fencing",      "no-lease-expiry",    "skip-epoch-check", "ack-before-effect",
-    "non-atomic-dispatch", "reuse-token",        "unknown-as-failure", "unbounded-catch-up",
+    "ignore-fencing",      "no-lease-expiry",      "skip-epoch-check",   "ack-before-effect",
+    "non-atomic-dispatch", "reuse-token",          "unknown-as-failure", "unbounded-catch-up",
     "overlap-ignored",     "retry-without-backoff"};
 
 // Sets the flag named `name`; false when the name is unknown.
 inline bool set_planted_bug(PlantedBugs& bugs, std::string_view name) {
-  bool* flags[] = {&bugs.ignore_fencing,    &bugs.no_lease_expiry, &bugs.skip_epoch_check,
-                   &bugs.ack_before_effect, &bugs.non_atomic_dispatch, &bugs.reuse_token,
-                   &bugs.unknown_as_failure, &bugs.unbounded_catch_up, &bugs.overlap_ignored,
+  bool* flags[] = {&bugs.ignore_fencing,       &bugs.no_lease_expiry,     &bugs.skip_epoch_check,
+                   &bugs.ack_before_effect,    &bugs.non_atomic_dispatch, &bugs.reuse_token,
+                   &bugs.unknown_as_failure,   &bugs.unbounded_catch_up,  &bugs.overlap_ignored,
                    &bugs.retry_without_backoff};
   for (std::size_t i = 0; i < kPlantedBugNames.size(); ++i) {
     if (kPlantedBugNames[i] == name) {

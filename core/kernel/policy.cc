@@ -1,8 +1,8 @@
 #include "core/kernel/policy.h"
 
 #include "core/base/check.h"
-#include "core/ports/random.h"
 #include "core/base/stable_hash.h"
+#include "core/ports/random.h"
 
 namespace kairos {
 
@@ -33,7 +33,8 @@ absl::Duration retry_delay(const JobPolicy& p, const RunId& run, std::uint32_t f
 absl::Duration retry_lower_bound(const JobPolicy& p, std::uint32_t failed_attempt) {
   const std::int64_t base = absl::ToInt64Microseconds(retry_base_delay(p, failed_attempt));
   // u < 2^32, so the cut is strictly below base x j / 100.
-  const std::int64_t cut = static_cast<std::int64_t>(static_cast<uint128_t>(base) * p.retry_jitter_percent / 100);
+  const std::int64_t cut =
+      static_cast<std::int64_t>(static_cast<uint128_t>(base) * p.retry_jitter_percent / 100);
   return absl::Microseconds(base - cut);
 }
 

@@ -10,56 +10,82 @@ namespace kairos {
 
 std::string_view to_string(JobState s) {
   switch (s) {
-    case JobState::kActive: return "active";
-    case JobState::kCancelled: return "cancelled";
+    case JobState::kActive:
+      return "active";
+    case JobState::kCancelled:
+      return "cancelled";
   }
   return "?";
 }
 
 std::string_view to_string(RunState s) {
   switch (s) {
-    case RunState::kReady: return "ready";
-    case RunState::kLeased: return "leased";
-    case RunState::kSucceeded: return "succeeded";
-    case RunState::kFailed: return "failed";
-    case RunState::kCancelled: return "cancelled";
-    case RunState::kWaiting: return "waiting";
+    case RunState::kReady:
+      return "ready";
+    case RunState::kLeased:
+      return "leased";
+    case RunState::kSucceeded:
+      return "succeeded";
+    case RunState::kFailed:
+      return "failed";
+    case RunState::kCancelled:
+      return "cancelled";
+    case RunState::kWaiting:
+      return "waiting";
   }
   return "?";
 }
 
 std::string_view to_string(RunKind k) {
   switch (k) {
-    case RunKind::kScheduled: return "scheduled";
-    case RunKind::kManual: return "manual";
+    case RunKind::kScheduled:
+      return "scheduled";
+    case RunKind::kManual:
+      return "manual";
   }
   return "?";
 }
 
 std::string_view to_string(AttemptEnd e) {
   switch (e) {
-    case AttemptEnd::kRunning: return "running";
-    case AttemptEnd::kSucceeded: return "succeeded";
-    case AttemptEnd::kFailed: return "failed";
-    case AttemptEnd::kFailedPermanent: return "failed_permanent";
-    case AttemptEnd::kTimedOut: return "timed_out";
-    case AttemptEnd::kReleased: return "released";
-    case AttemptEnd::kLapsed: return "lapsed";
+    case AttemptEnd::kRunning:
+      return "running";
+    case AttemptEnd::kSucceeded:
+      return "succeeded";
+    case AttemptEnd::kFailed:
+      return "failed";
+    case AttemptEnd::kFailedPermanent:
+      return "failed_permanent";
+    case AttemptEnd::kTimedOut:
+      return "timed_out";
+    case AttemptEnd::kReleased:
+      return "released";
+    case AttemptEnd::kLapsed:
+      return "lapsed";
   }
   return "?";
 }
 
 std::string_view to_string(LedgerOutcome o) {
   switch (o) {
-    case LedgerOutcome::kFired: return "fired";
-    case LedgerOutcome::kLate: return "late";
-    case LedgerOutcome::kMovedDst: return "moved_dst";
-    case LedgerOutcome::kSkippedOverlap: return "skipped_overlap";
-    case LedgerOutcome::kCoalesced: return "coalesced";
-    case LedgerOutcome::kSkippedMisfire: return "skipped_misfire";
-    case LedgerOutcome::kCancelled: return "cancelled";
-    case LedgerOutcome::kPaused: return "paused";
-    case LedgerOutcome::kManual: return "manual";
+    case LedgerOutcome::kFired:
+      return "fired";
+    case LedgerOutcome::kLate:
+      return "late";
+    case LedgerOutcome::kMovedDst:
+      return "moved_dst";
+    case LedgerOutcome::kSkippedOverlap:
+      return "skipped_overlap";
+    case LedgerOutcome::kCoalesced:
+      return "coalesced";
+    case LedgerOutcome::kSkippedMisfire:
+      return "skipped_misfire";
+    case LedgerOutcome::kCancelled:
+      return "cancelled";
+    case LedgerOutcome::kPaused:
+      return "paused";
+    case LedgerOutcome::kManual:
+      return "manual";
   }
   return "?";
 }

@@ -175,9 +175,9 @@ struct RunRecord {
   std::uint32_t attempt = 1;  // 1-based; +1 on every re-grant after a lapse
   RunState state = RunState::kReady;
   std::int32_t priority = 5;
-  absl::Time ready_at;        // key time of its Q entry while ready
-  std::uint64_t token = 0;    // current (latest granted) fencing token; 0: never granted
-  std::string owner;          // worker id while leased
+  absl::Time ready_at;      // key time of its Q entry while ready
+  std::uint64_t token = 0;  // current (latest granted) fencing token; 0: never granted
+  std::string owner;        // worker id while leased
   absl::Time lease_expiry = absl::InfinitePast();  // store clock, while leased
   absl::Time dispatched_at;
   absl::Time claimed_at = absl::InfinitePast();
@@ -187,10 +187,10 @@ struct RunRecord {
   std::string detail;
   // Issue 6.
   RunKind kind = RunKind::kScheduled;
-  absl::Duration lateness;          // dispatched_at - fire time (0 for manual)
-  std::uint32_t stands_for = 1;     // occurrences this run stands for (run-once)
-  std::uint64_t trigger_id = 0;     // manual runs: the request's id (idempotency)
-  absl::Duration last_retry_delay;  // backoff chosen after the latest failure
+  absl::Duration lateness;              // dispatched_at - fire time (0 for manual)
+  std::uint32_t stands_for = 1;         // occurrences this run stands for (run-once)
+  std::uint64_t trigger_id = 0;         // manual runs: the request's id (idempotency)
+  absl::Duration last_retry_delay;      // backoff chosen after the latest failure
   std::vector<AttemptRecord> attempts;  // one per grant, oldest first
   friend bool operator==(const RunRecord&, const RunRecord&) = default;
 };
@@ -219,14 +219,14 @@ inline bool has_own_run(LedgerOutcome o) {
 // nominal), so a backlog of a million missed occurrences costs a few records.
 struct LedgerRecord {
   std::uint64_t incarnation = 0;
-  absl::Time nominal;   // first occurrence of the record
-  absl::Time through;   // last occurrence (== nominal when count == 1)
+  absl::Time nominal;  // first occurrence of the record
+  absl::Time through;  // last occurrence (== nominal when count == 1)
   std::uint64_t count = 1;
   LedgerOutcome outcome = LedgerOutcome::kFired;
-  absl::Time fire_at;   // when the (first) occurrence was due
+  absl::Time fire_at;                             // when the (first) occurrence was due
   absl::Time run_nominal = absl::InfinitePast();  // the run standing for it, if any
-  absl::Duration lateness;  // decision time - fire_at
-  absl::Time recorded_at;   // store clock
+  absl::Duration lateness;                        // decision time - fire_at
+  absl::Time recorded_at;                         // store clock
   std::string detail;
   friend bool operator==(const LedgerRecord&, const LedgerRecord&) = default;
 };

@@ -14,8 +14,8 @@ absl::Status validate(const SchedulerNodeConfig& c) {
   if (c.node_id.empty() || c.node_id.size() > kMaxWorkerIdSize)
     return absl::InvalidArgumentError("node.node_id: must be 1..200 bytes");
   if (c.shard_count < 1 || c.shard_count > keys::kMaxShards)
-    return absl::InvalidArgumentError(
-        absl::StrCat("node.shard_count: must be in [1, ", keys::kMaxShards, "], got ", c.shard_count));
+    return absl::InvalidArgumentError(absl::StrCat("node.shard_count: must be in [1, ",
+                                                   keys::kMaxShards, "], got ", c.shard_count));
   if (c.poll_interval <= absl::ZeroDuration() || c.poll_interval > absl::Minutes(1))
     return absl::InvalidArgumentError("node.poll_interval: must be in (0, 1m]");
   if (c.poll_interval > c.lease.leader_renew_period)
@@ -208,7 +208,8 @@ void SchedulerNode::tick() {
   for (std::uint32_t s = 0; s < shards_.size(); ++s) {
     leadership_step(s);
     ShardState& st = shards_[s];
-    if (st.leader && clock_.now() >= st.leading_until) lose_leadership(s, "local lease deadline passed");
+    if (st.leader && clock_.now() >= st.leading_until)
+      lose_leadership(s, "local lease deadline passed");
     if (st.leader) {
       if (!st.dispatch_txn) run_dispatch(s);
       if (!st.reap_txn) run_reap(s);
@@ -241,7 +242,10 @@ void SchedulerNode::probe_clock() {
         clock_skewed_ = skewed;
         Event e;
         e.kind = skewed ? "node.clock_skew" : "node.clock_ok";
-        e.with("offset", offset).with("bound", bound).with("rtt", received - sent).with("store_now", *store_now);
+        e.with("offset", offset)
+            .with("bound", bound)
+            .with("rtt", received - sent)
+            .with("store_now", *store_now);
         record(std::move(e));
         if (skewed)
           for (std::uint32_t s = 0; s < shards_.size(); ++s) lose_leadership(s, "clock skew");
@@ -288,7 +292,8 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
         if (r.outcome == CommitOutcome::kUnknown) {
           // It may have applied: remember the epoch so the next attempt can
           // adopt it instead of bumping again. Leadership is not extended.
-          if (out->kind != LeadershipResult::Kind::kHeldByOther) st.pending_epoch = out->record.epoch;
+          if (out->kind != LeadershipResult::Kind::kHeldByOther)
+            st.pending_epoch = out->record.epoch;
           return;
         }
         if (!r.committed()) return;
@@ -300,15 +305,16 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
           return;
         }
         if (out->kind == LeadershipResult::Kind::kHeldByOther) {
-          lose_leadership(shard, absl::StrCat("held by ", out->record.holder, " epoch ",
-                                              out->record.epoch));
+          lose_leadership(
+              shard, absl::StrCat("held by ", out->record.holder, " epoch ", out->record.epoch));
           // Back off until the holder's lease would lapse: a non-leader
           // otherwise writes nothing but reads the record every tick. (A
           // clock running slow delays the takeover by its drift share.)
           st.acquire_at = clock_.now() + out->held_for;
           return;
         }
-        if (out->kind == LeadershipResult::Kind::kAcquired && crashed_at("leader-after-elect")) return;
+        if (out->kind == LeadershipResult::Kind::kAcquired && crashed_at("leader-after-elect"))
+          return;
         record_all(out->events);
         if (out->kind == LeadershipResult::Kind::kAcquired && st.leader &&
             st.epoch != out->record.epoch)
@@ -353,7 +359,8 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
         st.dispatch_txn = false;
         count_txn("dispatch", r);
         if (r.outcome == CommitOutcome::kAborted) {
-          if (r.status.code() == absl::StatusCode::kFailedPrecondition) on_stale_epoch(shard, "dispatch", r.status);
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition)
+            on_stale_epoch(shard, "dispatch", r.status);
           return;
         }
         if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure &&
@@ -364,7 +371,8 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
           auto again = std::make_shared<DispatchResult>();
           storage_.transact(
               [this, shard, token, runs, again](Txn& txn) {
-                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/false, again.get());
+                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/false,
+                                          again.get());
               },
               [this, alive, again](TxnResult r2) {
                 if (!*alive) return;
@@ -381,7 +389,8 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
           auto second = std::make_shared<DispatchResult>();
           storage_.transact(
               [this, shard, token, runs, second](Txn& txn) {
-                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/true, second.get());
+                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/true,
+                                          second.get());
               },
               [this, alive, second](TxnResult r2) {
                 if (!*alive) return;
@@ -421,23 +430,22 @@ void SchedulerNode::run_reap(std::uint32_t shard) {
   const std::size_t limit = config_.reap_batch;
   auto out = std::make_shared<ReapResult>();
   Alive alive = alive_;
-  storage_.transact(
-      [this, shard, token, limit, out](Txn& txn) {
-        return store_.reap(txn, shard, token, limit, out.get());
-      },
-      [this, alive, shard, out](TxnResult r) {
-        if (!*alive) return;
-        shards_[shard].reap_txn = false;
-        count_txn("reap", r);
-        if (r.outcome == CommitOutcome::kAborted) {
-          if (r.status.code() == absl::StatusCode::kFailedPrecondition) on_stale_epoch(shard, "reap", r.status);
-          return;
-        }
-        if (!r.committed()) return;
-        record_all(out->events);
-        if (!out->requeued.empty()) serve_parked();
-        if (out->more) run_reap(shard);
-      });
+  storage_.transact([this, shard, token, limit,
+                     out](Txn& txn) { return store_.reap(txn, shard, token, limit, out.get()); },
+                    [this, alive, shard, out](TxnResult r) {
+                      if (!*alive) return;
+                      shards_[shard].reap_txn = false;
+                      count_txn("reap", r);
+                      if (r.outcome == CommitOutcome::kAborted) {
+                        if (r.status.code() == absl::StatusCode::kFailedPrecondition)
+                          on_stale_epoch(shard, "reap", r.status);
+                        return;
+                      }
+                      if (!r.committed()) return;
+                      record_all(out->events);
+                      if (!out->requeued.empty()) serve_parked();
+                      if (out->more) run_reap(shard);
+                    });
 }
 
 // ---------------------------------------------------------------------------
@@ -454,7 +462,8 @@ void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
     metrics_.counter("kairos_wire_malformed_total").add();
     Event e;
     e.kind = "wire.malformed";
-    e.with("peer", static_cast<std::uint64_t>(from)).with("error", std::string(decoded.status().message()));
+    e.with("peer", static_cast<std::uint64_t>(from))
+        .with("error", std::string(decoded.status().message()));
     record(std::move(e));
     return;
   }
@@ -492,7 +501,8 @@ void SchedulerNode::try_claim(std::uint64_t key) {
   if (it == parked_.end() || it->second.in_flight) return;
   Parked& p = it->second;
   if (clock_skewed_) {
-    send(p.peer, wire::ErrorMessage{p.request.request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+    send(p.peer, wire::ErrorMessage{p.request.request_id,
+                                    static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
                                     "node clock outside the tolerated skew; not claiming"});
     parked_.erase(it);
     return;
@@ -510,56 +520,55 @@ void SchedulerNode::try_claim(std::uint64_t key) {
   args.first_shard = claim_rotation_++ % config_.shard_count;
   auto out = std::make_shared<ClaimResult>();
   Alive alive = alive_;
-  storage_.transact(
-      [this, args, out](Txn& txn) { return store_.claim(txn, args, out.get()); },
-      [this, alive, key, out](TxnResult r) {
-        if (!*alive) return;
-        count_txn("claim", r);
-        auto it = parked_.find(key);
-        if (it == parked_.end()) return;
-        Parked& p = it->second;
-        p.in_flight = false;
-        const bool expired = clock_.now() >= p.deadline;
-        if (r.committed()) {
-          if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
-          record_all(out->events);
-          if (!out->grants.empty() || expired) {
-            wire::ClaimResponse resp;
-            resp.request_id = p.request.request_id;
-            for (auto& g : out->grants) {
-              wire::WireGrant wg;
-              wg.run = g.run.id;
-              wg.attempt = g.run.attempt;
-              wg.token = g.run.token;
-              wg.lease_ttl = config_.lease.lease_ttl;
-              wg.payload = std::move(g.payload);
-              wg.timeout = g.timeout;
-              resp.grants.push_back(std::move(wg));
-            }
-            send(p.peer, resp);
-            parked_.erase(it);
-          }
-          return;
-        }
-        if (r.outcome == CommitOutcome::kAborted) {
-          send(p.peer, wire::ErrorMessage{p.request.request_id,
-                                          static_cast<std::uint32_t>(r.status.code()),
-                                          std::string(r.status.message())});
-          parked_.erase(it);
-          return;
-        }
-        // Conflict, unavailable or unknown: never hand out these grants (an
-        // unknown claim's leases lapse). Stay parked until the deadline.
-        if (expired) {
-          send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
-          parked_.erase(it);
-        } else if (r.outcome == CommitOutcome::kConflict) {
-          Alive a = alive_;
-          timers_.after(backoff(1), [this, a, key] {
-            if (*a) try_claim(key);
-          });
-        }
-      });
+  storage_.transact([this, args, out](Txn& txn) { return store_.claim(txn, args, out.get()); },
+                    [this, alive, key, out](TxnResult r) {
+                      if (!*alive) return;
+                      count_txn("claim", r);
+                      auto it = parked_.find(key);
+                      if (it == parked_.end()) return;
+                      Parked& p = it->second;
+                      p.in_flight = false;
+                      const bool expired = clock_.now() >= p.deadline;
+                      if (r.committed()) {
+                        if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
+                        record_all(out->events);
+                        if (!out->grants.empty() || expired) {
+                          wire::ClaimResponse resp;
+                          resp.request_id = p.request.request_id;
+                          for (auto& g : out->grants) {
+                            wire::WireGrant wg;
+                            wg.run = g.run.id;
+                            wg.attempt = g.run.attempt;
+                            wg.token = g.run.token;
+                            wg.lease_ttl = config_.lease.lease_ttl;
+                            wg.payload = std::move(g.payload);
+                            wg.timeout = g.timeout;
+                            resp.grants.push_back(std::move(wg));
+                          }
+                          send(p.peer, resp);
+                          parked_.erase(it);
+                        }
+                        return;
+                      }
+                      if (r.outcome == CommitOutcome::kAborted) {
+                        send(p.peer, wire::ErrorMessage{p.request.request_id,
+                                                        static_cast<std::uint32_t>(r.status.code()),
+                                                        std::string(r.status.message())});
+                        parked_.erase(it);
+                        return;
+                      }
+                      // Conflict, unavailable or unknown: never hand out these grants (an
+                      // unknown claim's leases lapse). Stay parked until the deadline.
+                      if (expired) {
+                        send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
+                        parked_.erase(it);
+                      } else if (r.outcome == CommitOutcome::kConflict) {
+                        Alive a = alive_;
+                        timers_.after(backoff(1), [this, a, key] {
+                          if (*a) try_claim(key);
+                        });
+                      }
+                    });
 }
 
 void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
@@ -571,11 +580,14 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
   const std::uint64_t request_id = request.request_id;
   transact_retrying(
       "renew",
-      [this, worker, items, ttl, out](Txn& txn) { return store_.renew(txn, worker, *items, ttl, out.get()); },
+      [this, worker, items, ttl, out](Txn& txn) {
+        return store_.renew(txn, worker, *items, ttl, out.get());
+      },
       [this, from, request_id, out, ttl](TxnResult r) {
         if (!r.committed()) {
-          send(from, wire::ErrorMessage{request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
-                                        absl::StrCat("renew not recorded: ", absl_sv(to_string(r.outcome)))});
+          send(from, wire::ErrorMessage{
+                         request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                         absl::StrCat("renew not recorded: ", absl_sv(to_string(r.outcome)))});
           return;
         }
         record_all(out->events);
@@ -592,7 +604,8 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
 void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) {
   auto items = std::make_shared<std::vector<CompleteItem>>();
   for (auto& i : request.items)
-    items->push_back(CompleteItem{std::move(i.run), i.token, i.outcome, i.exit_code, std::move(i.detail)});
+    items->push_back(
+        CompleteItem{std::move(i.run), i.token, i.outcome, i.exit_code, std::move(i.detail)});
   auto out = std::make_shared<CompleteResult>();
   const std::string worker = request.worker_id;
   const std::uint64_t request_id = request.request_id;
@@ -610,8 +623,9 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
       return;
     }
     if (!r.committed()) {
-      send(from, wire::ErrorMessage{request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
-                                    absl::StrCat("completion not recorded: ", absl_sv(to_string(r.outcome)))});
+      send(from, wire::ErrorMessage{
+                     request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
+                     absl::StrCat("completion not recorded: ", absl_sv(to_string(r.outcome)))});
       return;
     }
     if (crashed_at("complete-after-commit-before-ack")) return;
@@ -619,7 +633,8 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
     wire::CompleteResponse resp;
     resp.request_id = request_id;
     for (auto& v : out->verdicts)
-      resp.results.push_back(wire::WireVerdict{v.verdict, absl::ZeroDuration(), std::move(v.reason)});
+      resp.results.push_back(
+          wire::WireVerdict{v.verdict, absl::ZeroDuration(), std::move(v.reason)});
     send(from, resp);
   };
   if (config_.bugs.unknown_as_failure) {
@@ -637,7 +652,8 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
 // ---------------------------------------------------------------------------
 // Job API.
 
-void SchedulerNode::create_job(JobSpec spec, std::function<void(absl::StatusOr<CreateResult>)> done) {
+void SchedulerNode::create_job(JobSpec spec,
+                               std::function<void(absl::StatusOr<CreateResult>)> done) {
   if (spec.id.empty()) spec.id = absl::StrFormat("job-%016x", random_.next_u64());
   if (auto s = validate_job_spec(spec); !s.ok()) {
     Alive alive = alive_;
@@ -649,7 +665,9 @@ void SchedulerNode::create_job(JobSpec spec, std::function<void(absl::StatusOr<C
   auto shared_spec = std::make_shared<JobSpec>(std::move(spec));
   run_control<CreateResult>(
       "create",
-      [this, shared_spec](Txn& txn, CreateResult* out) { return store_.create(txn, *shared_spec, out); },
+      [this, shared_spec](Txn& txn, CreateResult* out) {
+        return store_.create(txn, *shared_spec, out);
+      },
       std::move(done), /*read_only=*/false);
 }
 
@@ -657,7 +675,8 @@ void SchedulerNode::get_job(std::string id,
                             std::function<void(absl::StatusOr<std::optional<JobRecord>>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   run_control<std::optional<JobRecord>>(
-      "get", [this, sid](Txn& txn, std::optional<JobRecord>* out) { return store_.get(txn, *sid, out); },
+      "get",
+      [this, sid](Txn& txn, std::optional<JobRecord>* out) { return store_.get(txn, *sid, out); },
       std::move(done), /*read_only=*/true);
 }
 
@@ -666,11 +685,14 @@ void SchedulerNode::list_jobs(std::string page_token, std::size_t limit,
   auto token = std::make_shared<std::string>(std::move(page_token));
   run_control<ListResult>(
       "list",
-      [this, token, limit](Txn& txn, ListResult* out) { return store_.list(txn, *token, limit, out); },
+      [this, token, limit](Txn& txn, ListResult* out) {
+        return store_.list(txn, *token, limit, out);
+      },
       std::move(done), /*read_only=*/true);
 }
 
-void SchedulerNode::cancel_job(std::string id, std::function<void(absl::StatusOr<CancelResult>)> done) {
+void SchedulerNode::cancel_job(std::string id,
+                               std::function<void(absl::StatusOr<CancelResult>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   run_control<CancelResult>(
       "cancel", [this, sid](Txn& txn, CancelResult* out) { return store_.cancel(txn, *sid, out); },
@@ -695,8 +717,9 @@ void SchedulerNode::run_control(std::string_view op, std::function<absl::Status(
         } else if (r.outcome == CommitOutcome::kAborted) {
           done(r.status);
         } else {
-          done(absl::UnavailableError(absl::StrCat(name, ": outcome ", absl_sv(to_string(r.outcome)),
-                                                   " after retries; retrying the same request is safe")));
+          done(absl::UnavailableError(
+              absl::StrCat(name, ": outcome ", absl_sv(to_string(r.outcome)),
+                           " after retries; retrying the same request is safe")));
         }
       },
       read_only ? TxnMode::kReadOnly : TxnMode::kReadWrite);
@@ -707,20 +730,27 @@ void SchedulerNode::list_jobs(std::string page_token, std::size_t limit, JobFilt
   auto token = std::make_shared<std::string>(std::move(page_token));
   auto f = std::make_shared<JobFilter>(std::move(filter));
   run_control<ListResult>(
-      "list", [this, token, limit, f](Txn& t, ListResult* o) { return store_.list(t, *token, limit, *f, o); },
+      "list",
+      [this, token, limit, f](Txn& t, ListResult* o) {
+        return store_.list(t, *token, limit, *f, o);
+      },
       std::move(done), /*read_only=*/true);
 }
 
-void SchedulerNode::pause_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done) {
+void SchedulerNode::pause_job(std::string id,
+                              std::function<void(absl::StatusOr<ControlResult>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   run_control<ControlResult>(
-      "pause", [this, sid](Txn& t, ControlResult* o) { return store_.pause(t, *sid, o); }, std::move(done));
+      "pause", [this, sid](Txn& t, ControlResult* o) { return store_.pause(t, *sid, o); },
+      std::move(done));
 }
 
-void SchedulerNode::resume_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done) {
+void SchedulerNode::resume_job(std::string id,
+                               std::function<void(absl::StatusOr<ControlResult>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   run_control<ControlResult>(
-      "resume", [this, sid](Txn& t, ControlResult* o) { return store_.resume(t, *sid, o); }, std::move(done));
+      "resume", [this, sid](Txn& t, ControlResult* o) { return store_.resume(t, *sid, o); },
+      std::move(done));
 }
 
 void SchedulerNode::reschedule_job(std::string id, ScheduleSpec schedule,
@@ -730,10 +760,13 @@ void SchedulerNode::reschedule_job(std::string id, ScheduleSpec schedule,
   run_control<ControlResult>(
       "reschedule",
       [this, sid, sched](Txn& t, ControlResult* o) {
-        return store_.update(t, *sid, [sched](JobSpec& s) {
-          s.schedule = *sched;
-          return absl::OkStatus();
-        }, o);
+        return store_.update(
+            t, *sid,
+            [sched](JobSpec& s) {
+              s.schedule = *sched;
+              return absl::OkStatus();
+            },
+            o);
       },
       std::move(done));
 }
@@ -744,15 +777,19 @@ void SchedulerNode::update_policy(std::string id, JobPolicy policy,
   run_control<ControlResult>(
       "update",
       [this, sid, policy](Txn& t, ControlResult* o) {
-        return store_.update(t, *sid, [policy](JobSpec& s) {
-          s.policy = policy;
-          return absl::OkStatus();
-        }, o);
+        return store_.update(
+            t, *sid,
+            [policy](JobSpec& s) {
+              s.policy = policy;
+              return absl::OkStatus();
+            },
+            o);
       },
       std::move(done));
 }
 
-void SchedulerNode::apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done) {
+void SchedulerNode::apply_job(JobSpec spec,
+                              std::function<void(absl::StatusOr<ControlResult>)> done) {
   if (auto s = validate_job_spec(spec); !s.ok()) {
     Alive alive = alive_;
     timers_.post([alive, done = std::move(done), s] {
@@ -762,7 +799,8 @@ void SchedulerNode::apply_job(JobSpec spec, std::function<void(absl::StatusOr<Co
   }
   auto sp = std::make_shared<JobSpec>(std::move(spec));
   run_control<ControlResult>(
-      "apply", [this, sp](Txn& t, ControlResult* o) { return store_.apply(t, *sp, o); }, std::move(done));
+      "apply", [this, sp](Txn& t, ControlResult* o) { return store_.apply(t, *sp, o); },
+      std::move(done));
 }
 
 void SchedulerNode::trigger_job(std::string id, bool force,
@@ -780,14 +818,17 @@ void SchedulerNode::trigger_job(std::string id, bool force,
       });
 }
 
-void SchedulerNode::get_ledger(LedgerQuery query, std::function<void(absl::StatusOr<LedgerResult>)> done) {
+void SchedulerNode::get_ledger(LedgerQuery query,
+                               std::function<void(absl::StatusOr<LedgerResult>)> done) {
   auto q = std::make_shared<LedgerQuery>(std::move(query));
   run_control<LedgerResult>(
-      "ledger", [this, q](Txn& t, LedgerResult* o) { return store_.ledger(t, *q, o); }, std::move(done),
+      "ledger", [this, q](Txn& t, LedgerResult* o) { return store_.ledger(t, *q, o); },
+      std::move(done),
       /*read_only=*/true);
 }
 
-void SchedulerNode::list_runs(RunsQuery query, std::function<void(absl::StatusOr<RunsResult>)> done) {
+void SchedulerNode::list_runs(RunsQuery query,
+                              std::function<void(absl::StatusOr<RunsResult>)> done) {
   auto q = std::make_shared<RunsQuery>(std::move(query));
   run_control<RunsResult>(
       "runs", [this, q](Txn& t, RunsResult* o) { return store_.runs(t, *q, o); }, std::move(done),

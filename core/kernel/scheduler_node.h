@@ -62,17 +62,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/ports/clock.h"
-#include "core/ports/event_log.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/lease_config.h"
-#include "core/ports/metrics.h"
 #include "core/kernel/planted_bugs.h"
+#include "core/kernel/wire.h"
+#include "core/ports/clock.h"
+#include "core/ports/event_log.h"
+#include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "core/ports/storage.h"
 #include "core/ports/timers.h"
 #include "core/ports/transport.h"
-#include "core/kernel/wire.h"
 
 namespace kairos {
 
@@ -146,7 +146,8 @@ class SchedulerNode {
   void apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done);
   // A manual run with its own idempotency key; `force` ignores the overlap
   // policy. The trigger id is drawn once, so internal retries are idempotent.
-  void trigger_job(std::string id, bool force, std::function<void(absl::StatusOr<TriggerResult>)> done);
+  void trigger_job(std::string id, bool force,
+                   std::function<void(absl::StatusOr<TriggerResult>)> done);
   void get_ledger(LedgerQuery query, std::function<void(absl::StatusOr<LedgerResult>)> done);
   void list_runs(RunsQuery query, std::function<void(absl::StatusOr<RunsResult>)> done);
 

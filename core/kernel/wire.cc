@@ -13,9 +13,7 @@ namespace {
 constexpr std::size_t kMaxIdSize = 256;
 constexpr std::size_t kMaxReasonSize = 4096;
 
-MessageType type_of(const Message& m) {
-  return static_cast<MessageType>(m.index() + 1);
-}
+MessageType type_of(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
 
 // Field names are built lazily only on error, so decoding stays cheap.
 struct Ctx {
@@ -31,11 +29,11 @@ absl::Status prefix(absl::Status s, std::string_view where) {
   return absl::InvalidArgumentError(absl::StrCat(absl_sv(where), ": ", s.message()));
 }
 
-#define WIRE_READ(lhs, expr, where)              \
-  do {                                           \
-    auto wire_r_ = (expr);                       \
+#define WIRE_READ(lhs, expr, where)                              \
+  do {                                                           \
+    auto wire_r_ = (expr);                                       \
     if (!wire_r_.ok()) return prefix(wire_r_.status(), (where)); \
-    lhs = std::move(wire_r_).value();            \
+    lhs = std::move(wire_r_).value();                            \
   } while (0)
 
 absl::StatusOr<std::string> bounded_str(ByteReader& r, std::size_t max, std::string_view where) {
@@ -60,7 +58,8 @@ absl::StatusOr<RunId> get_run(ByteReader& r) {
 
 void put_verdicts(ByteWriter& w, const std::vector<WireVerdict>& v) {
   w.u32(static_cast<std::uint32_t>(v.size()));
-  for (const auto& x : v) w.u8(static_cast<std::uint8_t>(x.verdict)).duration(x.lease_ttl).str(x.reason);
+  for (const auto& x : v)
+    w.u8(static_cast<std::uint8_t>(x.verdict)).duration(x.lease_ttl).str(x.reason);
 }
 absl::StatusOr<std::vector<WireVerdict>> get_verdicts(ByteReader& r, std::string_view msg) {
   std::vector<WireVerdict> out;
@@ -117,9 +116,7 @@ struct BodyEncoder {
     w.u64(m.request_id);
     put_verdicts(w, m.results);
   }
-  void operator()(const ErrorMessage& m) const {
-    w.u64(m.request_id).u32(m.code).str(m.message);
-  }
+  void operator()(const ErrorMessage& m) const { w.u64(m.request_id).u32(m.code).str(m.message); }
 };
 
 absl::StatusOr<Message> decode_claim_request(ByteReader& r) {
@@ -198,7 +195,9 @@ absl::StatusOr<Message> decode_error(ByteReader& r) {
   ErrorMessage m;
   WIRE_READ(m.request_id, r.u64("request_id"), "wire: error");
   WIRE_READ(m.code, r.u32("code"), "wire: error");
-  if (m.code > 16) return absl::InvalidArgumentError(absl::StrCat("wire: error.code: unknown status code ", m.code));
+  if (m.code > 16)
+    return absl::InvalidArgumentError(
+        absl::StrCat("wire: error.code: unknown status code ", m.code));
   WIRE_READ(m.message, bounded_str(r, kMaxReasonSize, ""), "wire: error.message");
   return Message(std::move(m));
 }
@@ -219,67 +218,96 @@ std::string encode(const Message& message) {
 
 absl::StatusOr<std::size_t> frame_size(std::string_view header) {
   if (header.size() < kFrameHeaderSize)
-    return absl::InvalidArgumentError(absl::StrCat("wire: header: truncated (need ", kFrameHeaderSize,
-                                                   " bytes, have ", header.size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "wire: header: truncated (need ", kFrameHeaderSize, " bytes, have ", header.size(), ")"));
   ByteReader r(header.substr(0, kFrameHeaderSize));
   const std::uint16_t magic = *r.u16("magic");
   const std::uint8_t version = *r.u8("version");
   const std::uint8_t type = *r.u8("type");
   const std::uint32_t length = *r.u32("length");
   if (magic != kMagic)
-    return absl::InvalidArgumentError(absl::StrCat("wire: header.magic: expected 0x", absl::Hex(kMagic),
-                                                   ", got 0x", absl::Hex(magic)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "wire: header.magic: expected 0x", absl::Hex(kMagic), ", got 0x", absl::Hex(magic)));
   if (version != kWireVersion)
     return absl::InvalidArgumentError(absl::StrCat("wire: header.version: unsupported version ",
-                                                   version, " (this build speaks ", kWireVersion, ")"));
+                                                   version, " (this build speaks ", kWireVersion,
+                                                   ")"));
   if (type < 1 || type > static_cast<std::uint8_t>(MessageType::kError))
-    return absl::InvalidArgumentError(absl::StrCat("wire: header.type: unknown message type ", type));
+    return absl::InvalidArgumentError(
+        absl::StrCat("wire: header.type: unknown message type ", type));
   if (length > kMaxFrameBody)
-    return absl::InvalidArgumentError(absl::StrCat("wire: header.length: ", length,
-                                                   " exceeds the limit ", kMaxFrameBody));
+    return absl::InvalidArgumentError(
+        absl::StrCat("wire: header.length: ", length, " exceeds the limit ", kMaxFrameBody));
   return kFrameHeaderSize + length;
 }
 
 absl::StatusOr<Message> decode(std::string_view frame) {
   KAIROS_ASSIGN_OR_RETURN(std::size_t size, frame_size(frame));
   if (frame.size() != size)
-    return absl::InvalidArgumentError(absl::StrCat("wire: header.length: frame has ",
-                                                   frame.size() - kFrameHeaderSize,
-                                                   " body bytes, header says ", size - kFrameHeaderSize));
+    return absl::InvalidArgumentError(
+        absl::StrCat("wire: header.length: frame has ", frame.size() - kFrameHeaderSize,
+                     " body bytes, header says ", size - kFrameHeaderSize));
   const auto type = static_cast<MessageType>(static_cast<std::uint8_t>(frame[3]));
   ByteReader r(frame.substr(kFrameHeaderSize), kMaxFrameBody);
   absl::StatusOr<Message> m;
   std::string_view name;
   switch (type) {
-    case MessageType::kClaimRequest: m = decode_claim_request(r); name = "claim_request"; break;
-    case MessageType::kClaimResponse: m = decode_claim_response(r); name = "claim_response"; break;
-    case MessageType::kRenewRequest: m = decode_renew_request(r); name = "renew_request"; break;
+    case MessageType::kClaimRequest:
+      m = decode_claim_request(r);
+      name = "claim_request";
+      break;
+    case MessageType::kClaimResponse:
+      m = decode_claim_response(r);
+      name = "claim_response";
+      break;
+    case MessageType::kRenewRequest:
+      m = decode_renew_request(r);
+      name = "renew_request";
+      break;
     case MessageType::kRenewResponse: {
       RenewResponse x;
       name = "renew_response";
       auto id = r.u64("request_id");
-      if (!id.ok()) { m = prefix(id.status(), "wire: renew_response"); break; }
+      if (!id.ok()) {
+        m = prefix(id.status(), "wire: renew_response");
+        break;
+      }
       x.request_id = *id;
       auto v = get_verdicts(r, name);
-      if (!v.ok()) { m = v.status(); break; }
+      if (!v.ok()) {
+        m = v.status();
+        break;
+      }
       x.results = std::move(*v);
       m = Message(std::move(x));
       break;
     }
-    case MessageType::kCompleteRequest: m = decode_complete_request(r); name = "complete_request"; break;
+    case MessageType::kCompleteRequest:
+      m = decode_complete_request(r);
+      name = "complete_request";
+      break;
     case MessageType::kCompleteResponse: {
       CompleteResponse x;
       name = "complete_response";
       auto id = r.u64("request_id");
-      if (!id.ok()) { m = prefix(id.status(), "wire: complete_response"); break; }
+      if (!id.ok()) {
+        m = prefix(id.status(), "wire: complete_response");
+        break;
+      }
       x.request_id = *id;
       auto v = get_verdicts(r, name);
-      if (!v.ok()) { m = v.status(); break; }
+      if (!v.ok()) {
+        m = v.status();
+        break;
+      }
       x.results = std::move(*v);
       m = Message(std::move(x));
       break;
     }
-    case MessageType::kError: m = decode_error(r); name = "error"; break;
+    case MessageType::kError:
+      m = decode_error(r);
+      name = "error";
+      break;
   }
   if (!m.ok()) return m.status();
   KAIROS_RETURN_IF_ERROR(r.expect_end(absl::StrCat("wire: ", absl_sv(name))));

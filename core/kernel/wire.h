@@ -31,8 +31,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/kernel/job_store.h"
-#include "core/ports/payload.h"
 #include "core/kernel/records.h"
+#include "core/ports/payload.h"
 
 namespace kairos::wire {
 
@@ -55,7 +55,7 @@ enum class MessageType : std::uint8_t {
 struct ClaimRequest {
   std::uint64_t request_id = 0;
   std::string worker_id;
-  std::uint32_t max_runs = 1;           // 1..kMaxBatch
+  std::uint32_t max_runs = 1;                  // 1..kMaxBatch
   absl::Duration wait = absl::ZeroDuration();  // long-poll bound; 0: answer at once
   friend bool operator==(const ClaimRequest&, const ClaimRequest&) = default;
 };
@@ -66,7 +66,7 @@ struct WireGrant {
   std::uint64_t token = 0;
   absl::Duration lease_ttl;  // store-clock length of the lease granted
   Payload payload;
-  absl::Duration timeout;    // the job's own per-run timeout
+  absl::Duration timeout;  // the job's own per-run timeout
   friend bool operator==(const WireGrant&, const WireGrant&) = default;
 };
 

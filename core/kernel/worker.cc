@@ -12,10 +12,11 @@ namespace kairos {
 absl::Status validate(const WorkerConfig& c) {
   if (c.worker_id.empty() || c.worker_id.size() > kMaxWorkerIdSize)
     return absl::InvalidArgumentError("worker.worker_id: must be 1..200 bytes");
-  if (c.nodes.empty()) return absl::InvalidArgumentError("worker.nodes: at least one scheduler node is required");
+  if (c.nodes.empty())
+    return absl::InvalidArgumentError("worker.nodes: at least one scheduler node is required");
   if (c.max_concurrent < 1 || c.max_concurrent > wire::kMaxBatch)
-    return absl::InvalidArgumentError(
-        absl::StrCat("worker.max_concurrent: must be in [1, ", wire::kMaxBatch, "], got ", c.max_concurrent));
+    return absl::InvalidArgumentError(absl::StrCat("worker.max_concurrent: must be in [1, ",
+                                                   wire::kMaxBatch, "], got ", c.max_concurrent));
   if (c.claim_wait < absl::ZeroDuration() || c.claim_wait > absl::Hours(1))
     return absl::InvalidArgumentError("worker.claim_wait: must be in [0, 1h]");
   KAIROS_RETURN_IF_ERROR(validate(c.lease));
@@ -23,9 +24,10 @@ absl::Status validate(const WorkerConfig& c) {
   // lease_deadline(sent) - answer of its lease (the deadline counts from the
   // send): with a wait near the lease, grants arrive already lapsing.
   if (c.claim_wait > c.lease.lease_ttl / 2)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker.claim_wait: must be at most half of lease.lease_ttl (",
-        absl::FormatDuration(c.lease.lease_ttl / 2), "), got ", absl::FormatDuration(c.claim_wait)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker.claim_wait: must be at most half of lease.lease_ttl (",
+                     absl::FormatDuration(c.lease.lease_ttl / 2), "), got ",
+                     absl::FormatDuration(c.claim_wait)));
   if (c.max_report_attempts < 1 || c.max_report_attempts > 1000)
     return absl::InvalidArgumentError("worker.max_report_attempts: must be in [1, 1000]");
   if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)
@@ -314,7 +316,10 @@ void Worker::on_deadline(const RunId& id) {
   a.lost = true;
   Event e;
   e.kind = "worker.lease_deadline";
-  e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal).with("token", a.grant.token);
+  e.with("job", id.job_id)
+      .with("incarnation", id.incarnation)
+      .with("nominal", id.nominal)
+      .with("token", a.grant.token);
   record(std::move(e));
   if (a.started) runner_.stop(a.handle);
 }
@@ -328,8 +333,11 @@ void Worker::on_timeout(const RunId& id, std::uint64_t token) {
   a.timed_out = true;
   Event e;
   e.kind = "worker.run_timeout";
-  e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal)
-      .with("token", token).with("timeout", a.grant.timeout);
+  e.with("job", id.job_id)
+      .with("incarnation", id.incarnation)
+      .with("nominal", id.nominal)
+      .with("token", token)
+      .with("timeout", a.grant.timeout);
   record(std::move(e));
   if (a.started) runner_.stop(a.handle);
 }
@@ -400,11 +408,13 @@ void Worker::on_renew_response(const wire::RenewResponse& response) {
   if (response.results.size() != items.size()) return;
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto it = active_.find(items[i].run);
-    if (it == active_.end() || it->second.grant.token != items[i].token || it->second.lost) continue;
+    if (it == active_.end() || it->second.grant.token != items[i].token || it->second.lost)
+      continue;
     Active& a = it->second;
     const auto& v = response.results[i];
     if (v.verdict == WriteVerdict::kAccepted) {
-      const absl::Time d = lease_deadline(sent, v.lease_ttl, config_.lease.max_drift_ppm, config_.lease.margin);
+      const absl::Time d =
+          lease_deadline(sent, v.lease_ttl, config_.lease.max_drift_ppm, config_.lease.margin);
       if (d > a.lease_deadline) {
         a.lease_deadline = d;
         arm_deadline(items[i].run);
@@ -456,7 +466,9 @@ void Worker::flush_reports() {
       if (it->second.attempts >= config_.max_report_attempts) {
         Event e;
         e.kind = "worker.report_abandoned";
-        e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal)
+        e.with("job", id.job_id)
+            .with("incarnation", id.incarnation)
+            .with("nominal", id.nominal)
             .with("token", it->second.item.token);
         record(std::move(e));
         reports_.erase(it);
@@ -485,8 +497,11 @@ void Worker::on_complete_response(const wire::CompleteResponse& response) {
     if (it == reports_.end()) continue;
     const auto& v = response.results[i];
     Event e;
-    e.kind = v.verdict == WriteVerdict::kAccepted ? "worker.report_accepted" : "worker.report_rejected";
-    e.with("job", id.job_id).with("incarnation", id.incarnation).with("nominal", id.nominal)
+    e.kind =
+        v.verdict == WriteVerdict::kAccepted ? "worker.report_accepted" : "worker.report_rejected";
+    e.with("job", id.job_id)
+        .with("incarnation", id.incarnation)
+        .with("nominal", id.nominal)
         .with("token", it->second.item.token);
     if (v.verdict != WriteVerdict::kAccepted) e.with("reason", v.reason);
     record(std::move(e));

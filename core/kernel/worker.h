@@ -43,16 +43,16 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/kernel/lease_config.h"
+#include "core/kernel/planted_bugs.h"
+#include "core/kernel/wire.h"
 #include "core/ports/clock.h"
 #include "core/ports/event_log.h"
-#include "core/kernel/lease_config.h"
 #include "core/ports/metrics.h"
-#include "core/kernel/planted_bugs.h"
 #include "core/ports/random.h"
 #include "core/ports/runner.h"
 #include "core/ports/timers.h"
 #include "core/ports/transport.h"
-#include "core/kernel/wire.h"
 
 namespace kairos {
 

@@ -34,7 +34,10 @@ struct ValueFormatter {
   void operator()(std::int64_t v) const { absl::StrAppend(&out, v); }
   void operator()(std::uint64_t v) const { absl::StrAppend(&out, v); }
   void operator()(const std::string& v) const {
-    if (needs_quotes(v)) append_quoted(out, v); else out += v;
+    if (needs_quotes(v))
+      append_quoted(out, v);
+    else
+      out += v;
   }
   void operator()(absl::Time v) const {
     out += absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", v, absl::UTCTimeZone());

@@ -22,7 +22,8 @@
 
 namespace kairos {
 
-using EventValue = std::variant<std::int64_t, std::uint64_t, std::string, absl::Time, absl::Duration>;
+using EventValue =
+    std::variant<std::int64_t, std::uint64_t, std::string, absl::Time, absl::Duration>;
 
 struct EventField {
   std::string_view name;  // static storage

@@ -23,15 +23,17 @@ void Histogram::observe(std::int64_t value) {
 }
 
 std::vector<std::int64_t> latency_buckets_us() {
-  return {100,     250,     500,      1000,     2500,     5000,      10000,     25000,
-          50000,   100000,  250000,   500000,   1000000,  2500000,   5000000,   10000000,
-          25000000, 50000000, 100000000};
+  return {100,    250,    500,     1000,    2500,    5000,     10000,    25000,    50000,    100000,
+          250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000, 50000000, 100000000};
 }
 
 Counter& Metrics::counter(std::string_view series, std::string_view help) {
   auto it = counters_.find(series);
   if (it == counters_.end())
-    it = counters_.emplace(std::string(series), CounterEntry{std::make_unique<Counter>(), std::string(help)}).first;
+    it = counters_
+             .emplace(std::string(series),
+                      CounterEntry{std::make_unique<Counter>(), std::string(help)})
+             .first;
   return *it->second.counter;
 }
 
@@ -41,7 +43,8 @@ Histogram& Metrics::histogram(std::string_view series, std::vector<std::int64_t>
   if (it == histograms_.end())
     it = histograms_
              .emplace(std::string(series),
-                      HistogramEntry{std::make_unique<Histogram>(std::move(upper_bounds)), std::string(help)})
+                      HistogramEntry{std::make_unique<Histogram>(std::move(upper_bounds)),
+                                     std::string(help)})
              .first;
   return *it->second.histogram;
 }
@@ -63,7 +66,8 @@ std::string with_label(std::string_view name, std::string_view suffix, std::stri
                        std::string_view extra) {
   std::string out = absl::StrCat(absl_sv(name), absl_sv(suffix));
   if (labels.empty() && extra.empty()) return out;
-  absl::StrAppend(&out, "{", absl_sv(labels), (!labels.empty() && !extra.empty()) ? "," : "", absl_sv(extra), "}");
+  absl::StrAppend(&out, "{", absl_sv(labels), (!labels.empty() && !extra.empty()) ? "," : "",
+                  absl_sv(extra), "}");
   return out;
 }
 }  // namespace
@@ -74,7 +78,8 @@ std::string Metrics::to_prometheus() const {
   for (const auto& [series, entry] : counters_) {
     auto [name, labels] = split_series(series);
     if (name != last_name) {
-      if (!entry.help.empty()) absl::StrAppend(&out, "# HELP ", absl_sv(name), " ", entry.help, "\n");
+      if (!entry.help.empty())
+        absl::StrAppend(&out, "# HELP ", absl_sv(name), " ", entry.help, "\n");
       absl::StrAppend(&out, "# TYPE ", absl_sv(name), " counter\n");
       last_name = name;
     }
@@ -84,7 +89,8 @@ std::string Metrics::to_prometheus() const {
   for (const auto& [series, entry] : histograms_) {
     auto [name, labels] = split_series(series);
     if (name != last_name) {
-      if (!entry.help.empty()) absl::StrAppend(&out, "# HELP ", absl_sv(name), " ", entry.help, "\n");
+      if (!entry.help.empty())
+        absl::StrAppend(&out, "# HELP ", absl_sv(name), " ", entry.help, "\n");
       absl::StrAppend(&out, "# TYPE ", absl_sv(name), " histogram\n");
       last_name = name;
     }

@@ -29,8 +29,8 @@ absl::Status validate_command(const CommandPayload& p) {
           absl::StrCat("payload.command.argv[", i, "]: must not contain a NUL byte"));
   for (const auto& [name, value] : p.env) {
     if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "payload.command.env: variable name '", name, "' must be non-empty without '=' or NUL"));
+      return absl::InvalidArgumentError(absl::StrCat("payload.command.env: variable name '", name,
+                                                     "' must be non-empty without '=' or NUL"));
     if (value.find('\0') != std::string::npos)
       return absl::InvalidArgumentError(
           absl::StrCat("payload.command.env.", name, ": value must not contain a NUL byte"));
@@ -55,10 +55,10 @@ absl::Status validate_http(const HttpPayload& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("payload.http.url: '", p.url, "' must start with http:// or https://"));
   if (rest.empty() || rest[0] == '/' || rest[0] == ':')
-    return absl::InvalidArgumentError(
-        absl::StrCat("payload.http.url: '", p.url, "' has no host"));
+    return absl::InvalidArgumentError(absl::StrCat("payload.http.url: '", p.url, "' has no host"));
   if (has_ctl(p.url) || p.url.find(' ') != std::string::npos)
-    return absl::InvalidArgumentError("payload.http.url: must not contain spaces or control characters");
+    return absl::InvalidArgumentError(
+        "payload.http.url: must not contain spaces or control characters");
   for (const auto& [name, value] : p.headers) {
     if (name.empty())
       return absl::InvalidArgumentError("payload.http.headers: header name must not be empty");
@@ -67,8 +67,8 @@ absl::Status validate_http(const HttpPayload& p) {
         return absl::InvalidArgumentError(
             absl::StrCat("payload.http.headers: '", name, "' is not a valid header name"));
     if (has_ctl(value))
-      return absl::InvalidArgumentError(
-          absl::StrCat("payload.http.headers.", name, ": value must not contain control characters"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "payload.http.headers.", name, ": value must not contain control characters"));
   }
   return absl::OkStatus();
 }

@@ -16,9 +16,9 @@
 namespace kairos {
 
 struct CommandPayload {
-  std::vector<std::string> argv;  // argv[0] is the program; required
+  std::vector<std::string> argv;                         // argv[0] is the program; required
   std::vector<std::pair<std::string, std::string>> env;  // added to the runner's environment
-  std::string working_dir;  // empty: the runner's default
+  std::string working_dir;                               // empty: the runner's default
   friend bool operator==(const CommandPayload&, const CommandPayload&) = default;
 };
 

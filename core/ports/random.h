@@ -78,7 +78,8 @@ class Random {
 
   // Uniform duration in [lo, hi], at microsecond resolution.
   absl::Duration duration_between(absl::Duration lo, absl::Duration hi) {
-    return absl::Microseconds(between(absl::ToInt64Microseconds(lo), absl::ToInt64Microseconds(hi)));
+    return absl::Microseconds(
+        between(absl::ToInt64Microseconds(lo), absl::ToInt64Microseconds(hi)));
   }
 
   // A child generator whose sequence is independent of this one's future

@@ -32,12 +32,12 @@ namespace kairos {
 struct RunRequest {
   std::string job_id;
   std::uint64_t incarnation = 0;
-  absl::Time nominal_time;      // the occurrence this run stands for
-  std::uint32_t attempt = 1;    // 1-based
+  absl::Time nominal_time;    // the occurrence this run stands for
+  std::uint32_t attempt = 1;  // 1-based
   std::uint64_t fencing_token = 0;
   std::string idempotency_key;  // (job id, incarnation, nominal time), encoded
   Payload payload;
-  absl::Time deadline;          // worker clock: the attempt must be over by then
+  absl::Time deadline;  // worker clock: the attempt must be over by then
 };
 
 enum class RunStatus : std::uint8_t {

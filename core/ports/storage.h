@@ -156,8 +156,7 @@ class Storage {
   // Runs `body` as one serializable transaction and calls `done` exactly once
   // with its outcome, on the caller's event loop, after the covering sync for
   // a commit. See the file comment for every outcome's meaning.
-  virtual void transact(TxnBody body, TxnDone done,
-                        TxnMode mode = TxnMode::kReadWrite) = 0;
+  virtual void transact(TxnBody body, TxnDone done, TxnMode mode = TxnMode::kReadWrite) = 0;
 };
 
 }  // namespace kairos

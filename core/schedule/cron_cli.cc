@@ -28,14 +28,16 @@ constexpr const char* kUsage =
     "  -n N              number of fires, 1-100000\n"
     "  --id JOB_ID       job id that seeds H fields\n"
     "  --dst-gap         fixed-time schedules: shift (default) or skip nonexistent local times\n"
-    "  --dst-fold        fixed-time schedules: first (default), last or both passes of repeated times\n"
+    "  --dst-fold        fixed-time schedules: first (default), last or both passes of repeated "
+    "times\n"
     "EXPR is 5 fields (minute hour day-of-month month day-of-week), 6 with a leading second,\n"
     "or a macro (@hourly, @daily, ...); see docs/SCHEDULES.md.\n";
 
 CliResult usage_error(std::string_view cmd, std::string_view msg) {
   CliResult r;
   r.exit_code = 2;
-  r.err = absl::StrCat("kairos cron", cmd.empty() ? "" : " ", absl_sv(cmd), ": ", absl_sv(msg), "\n");
+  r.err =
+      absl::StrCat("kairos cron", cmd.empty() ? "" : " ", absl_sv(cmd), ": ", absl_sv(msg), "\n");
   return r;
 }
 
@@ -46,7 +48,8 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
   const std::string& cmd = args[0];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") return {0, kUsage, ""};
   if (cmd != "next" && cmd != "explain") {
-    return usage_error("", absl::StrCat("unknown subcommand '", cmd, "' (expected next or explain; see kairos cron --help)"));
+    return usage_error("", absl::StrCat("unknown subcommand '", cmd,
+                                        "' (expected next or explain; see kairos cron --help)"));
   }
   std::string zone = "UTC", id;
   absl::Time from = now;
@@ -102,21 +105,31 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
       }
       count = n;
     } else if (name == "--dst-gap") {
-      if (value == "shift") gap = DstGap::kShift;
-      else if (value == "skip") gap = DstGap::kSkip;
-      else return usage_error(cmd, absl::StrCat("--dst-gap: '", value, "' is not shift or skip"));
+      if (value == "shift")
+        gap = DstGap::kShift;
+      else if (value == "skip")
+        gap = DstGap::kSkip;
+      else
+        return usage_error(cmd, absl::StrCat("--dst-gap: '", value, "' is not shift or skip"));
     } else if (name == "--dst-fold") {
-      if (value == "first") fold = DstFold::kFirst;
-      else if (value == "last") fold = DstFold::kLast;
-      else if (value == "both") fold = DstFold::kBoth;
-      else return usage_error(cmd, absl::StrCat("--dst-fold: '", value, "' is not first, last or both"));
+      if (value == "first")
+        fold = DstFold::kFirst;
+      else if (value == "last")
+        fold = DstFold::kLast;
+      else if (value == "both")
+        fold = DstFold::kBoth;
+      else
+        return usage_error(cmd,
+                           absl::StrCat("--dst-fold: '", value, "' is not first, last or both"));
     }
   }
-  if (positional.empty()) return usage_error(cmd, "missing EXPR (a cron expression, e.g. '30 2 * * *')");
+  if (positional.empty())
+    return usage_error(cmd, "missing EXPR (a cron expression, e.g. '30 2 * * *')");
   const std::string expr = absl::StrJoin(positional, " ");
   auto e = CronExpr::parse(expr, id);
   if (!e.ok()) {
-    return usage_error(cmd, absl::StrCat("invalid cron expression \"", expr, "\": ", e.status().message()));
+    return usage_error(
+        cmd, absl::StrCat("invalid cron expression \"", expr, "\": ", e.status().message()));
   }
   auto tz = load_zone(zone);
   if (!tz.ok()) return usage_error(cmd, absl::StrCat("--tz: ", tz.status().message()));

@@ -44,7 +44,9 @@ Ymd civil_from_days(std::int64_t z) {
   return {yoe + era * 400 + (m <= 2), m, d};
 }
 
-std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
 
 bool is_leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
@@ -82,11 +84,11 @@ enum FieldIndex { kSec = 0, kMin, kHour, kDom, kMon, kDow };
 
 struct FieldInfo {
   const char* name;
-  int lo, hi;        // accepted numeric range (day-of-week accepts 7 = Sunday)
+  int lo, hi;            // accepted numeric range (day-of-week accepts 7 = Sunday)
   int hash_lo, hash_hi;  // range of a bare H
 };
 constexpr FieldInfo kFields[6] = {
-    {"second", 0, 59, 0, 59},      {"minute", 0, 59, 0, 59}, {"hour", 0, 23, 0, 23},
+    {"second", 0, 59, 0, 59},       {"minute", 0, 59, 0, 59}, {"hour", 0, 23, 0, 23},
     {"day-of-month", 1, 31, 1, 28}, {"month", 1, 12, 1, 12},  {"day-of-week", 0, 7, 0, 6},
 };
 
@@ -135,8 +137,8 @@ absl::StatusOr<int> CronParser::value(int field, std::string_view text, std::siz
     }
     while (pos < text.size() && is_digit(text[pos])) ++pos;
     if (v < f.lo || v > f.hi) {
-      return err(field, absl::StrCat(absl_sv(text.substr(start, pos - start)), " is out of range ", f.lo, "-",
-                                     f.hi));
+      return err(field, absl::StrCat(absl_sv(text.substr(start, pos - start)), " is out of range ",
+                                     f.lo, "-", f.hi));
     }
     return static_cast<int>(v);
   }
@@ -155,13 +157,15 @@ absl::StatusOr<int> CronParser::value(int field, std::string_view text, std::siz
     for (int i = 0; i < count; ++i) {
       if (name == names[i]) return field == kMon ? i + 1 : i;
     }
-    return err(field, absl::StrCat("unknown name '", absl_sv(text.substr(start, pos - start)), "' (expected ",
-                                   field == kMon ? "JAN-DEC" : "SUN-SAT", ")"));
+    return err(field, absl::StrCat("unknown name '", absl_sv(text.substr(start, pos - start)),
+                                   "' (expected ", field == kMon ? "JAN-DEC" : "SUN-SAT", ")"));
   }
-  if (pos >= text.size()) return err(field, absl::StrCat("'", absl_sv(text), "' ends where a value was expected"));
-  return err(field, absl::StrCat("unexpected '", absl_sv(text.substr(pos, 1)), "' in '", absl_sv(text),
-                                 "' (expected a number", field == kMon ? " or a month name" : "",
-                                 field == kDow ? " or a day name" : "", ")"));
+  if (pos >= text.size())
+    return err(field, absl::StrCat("'", absl_sv(text), "' ends where a value was expected"));
+  return err(field,
+             absl::StrCat("unexpected '", absl_sv(text.substr(pos, 1)), "' in '", absl_sv(text),
+                          "' (expected a number", field == kMon ? " or a month name" : "",
+                          field == kDow ? " or a day name" : "", ")"));
 }
 
 absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::uint64_t& mask,
@@ -189,8 +193,11 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
       std::size_t p = 2;
       std::int64_t n = 0;
       while (p < up.size() && is_digit(up[p]) && n < 1000) n = n * 10 + (up[p++] - '0');
-      if (p != up.size() || p == 2) return err(field, absl::StrCat("'", absl_sv(it), "' is not L-N (N a number of days)"));
-      if (n > 30) return err(field, absl::StrCat("in '", absl_sv(it), "' the offset ", n, " is out of range 0-30"));
+      if (p != up.size() || p == 2)
+        return err(field, absl::StrCat("'", absl_sv(it), "' is not L-N (N a number of days)"));
+      if (n > 30)
+        return err(field,
+                   absl::StrCat("in '", absl_sv(it), "' the offset ", n, " is out of range 0-30"));
       e.dom_special_.push_back({DomSpecial::kLast, static_cast<std::uint8_t>(n)});
       return absl::OkStatus();
     }
@@ -198,12 +205,15 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
   }
   if (field == kDom && up.back() == 'W' && is_digit(up[0])) {
     KAIROS_ASSIGN_OR_RETURN(const int d, value(field, it, pos));
-    if (pos != it.size() - 1) return err(field, absl::StrCat("'", absl_sv(it), "' is not NW (nearest weekday to day N)"));
+    if (pos != it.size() - 1)
+      return err(field, absl::StrCat("'", absl_sv(it), "' is not NW (nearest weekday to day N)"));
     e.dom_special_.push_back({DomSpecial::kNearestWeekday, static_cast<std::uint8_t>(d)});
     return absl::OkStatus();
   }
-  if (field == kDow && (up == "L" || up == "L#" )) {
-    return err(field, "'L' alone is ambiguous in day-of-week; write 6L (last Saturday) or 5L (last Friday)");
+  if (field == kDow && (up == "L" || up == "L#")) {
+    return err(
+        field,
+        "'L' alone is ambiguous in day-of-week; write 6L (last Saturday) or 5L (last Friday)");
   }
 
   if (up[0] == '*' || up[0] == '?') {
@@ -214,23 +224,28 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
     lo = f.lo;
     hi = top;
     pos = 1;
-    if (up[0] == '?' && it.size() != 1) return err(field, absl::StrCat("'", absl_sv(it), "': '?' stands alone"));
+    if (up[0] == '?' && it.size() != 1)
+      return err(field, absl::StrCat("'", absl_sv(it), "': '?' stands alone"));
   } else if (up[0] == 'H') {
     pos = 1;
     int hlo = f.hash_lo, hhi = f.hash_hi;
     if (pos < it.size() && it[pos] == '(') {
       ++pos;
       KAIROS_ASSIGN_OR_RETURN(hlo, value(field, it, pos));
-      if (pos >= it.size() || it[pos] != '-') return err(field, absl::StrCat("'", absl_sv(it), "': expected H(N-M)"));
+      if (pos >= it.size() || it[pos] != '-')
+        return err(field, absl::StrCat("'", absl_sv(it), "': expected H(N-M)"));
       ++pos;
       KAIROS_ASSIGN_OR_RETURN(hhi, value(field, it, pos));
-      if (pos >= it.size() || it[pos] != ')') return err(field, absl::StrCat("'", absl_sv(it), "': expected ')' after H(N-M"));
+      if (pos >= it.size() || it[pos] != ')')
+        return err(field, absl::StrCat("'", absl_sv(it), "': expected ')' after H(N-M"));
       ++pos;
       if (field == kDow) {
         if (hhi == 7) hhi = 6;
         if (hlo == 7) hlo = 6;
       }
-      if (hlo > hhi) return err(field, absl::StrCat("range ", hlo, "-", hhi, " in '", absl_sv(it), "' is reversed"));
+      if (hlo > hhi)
+        return err(field,
+                   absl::StrCat("range ", hlo, "-", hhi, " in '", absl_sv(it), "' is reversed"));
     }
     const std::uint64_t h = stable_hash(job_id_, static_cast<std::uint64_t>(field));
     const int width = hhi - hlo + 1;
@@ -238,16 +253,23 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
       ++pos;
       const std::size_t step_start = pos;
       std::int64_t step = 0;
-      while (pos < it.size() && is_digit(it[pos]) && step < 100000) step = step * 10 + (it[pos++] - '0');
-      if (pos == step_start) return err(field, absl::StrCat("'", absl_sv(it), "': expected a step number after '/'"));
-      if (pos != it.size()) return err(field, absl::StrCat("unexpected '", absl_sv(it.substr(pos)), "' after the step in '", absl_sv(it), "'"));
+      while (pos < it.size() && is_digit(it[pos]) && step < 100000)
+        step = step * 10 + (it[pos++] - '0');
+      if (pos == step_start)
+        return err(field, absl::StrCat("'", absl_sv(it), "': expected a step number after '/'"));
+      if (pos != it.size())
+        return err(field, absl::StrCat("unexpected '", absl_sv(it.substr(pos)),
+                                       "' after the step in '", absl_sv(it), "'"));
       if (step < 1) return err(field, "step 0 must be at least 1");
-      if (step > width) return err(field, absl::StrCat("step ", step, " is larger than the range ", hlo, "-", hhi));
+      if (step > width)
+        return err(field, absl::StrCat("step ", step, " is larger than the range ", hlo, "-", hhi));
       const int offset = static_cast<int>(h % static_cast<std::uint64_t>(step));
       for (int v = hlo + offset; v <= hhi; v += static_cast<int>(step)) mask |= bit(v);
       return absl::OkStatus();
     }
-    if (pos != it.size()) return err(field, absl::StrCat("unexpected '", absl_sv(it.substr(pos)), "' in '", absl_sv(it), "'"));
+    if (pos != it.size())
+      return err(field,
+                 absl::StrCat("unexpected '", absl_sv(it.substr(pos)), "' in '", absl_sv(it), "'"));
     mask |= bit(hlo + static_cast<int>(h % static_cast<std::uint64_t>(width)));
     return absl::OkStatus();
   } else {
@@ -258,23 +280,28 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
       has_range_start = true;
       KAIROS_ASSIGN_OR_RETURN(hi, value(field, it, pos));
       if (lo > hi) {
-        std::string why = absl::StrCat("range ", absl_sv(it.substr(0, pos)), " is reversed (", lo, " > ", hi, ")");
-        if (field == kDow && hi == 0) absl::StrAppend(&why, "; SUN is 0, write 7 for a Sunday at the end, e.g. MON-7");
-        else absl::StrAppend(&why, "; ranges do not wrap around, split it into two ranges");
+        std::string why = absl::StrCat("range ", absl_sv(it.substr(0, pos)), " is reversed (", lo,
+                                       " > ", hi, ")");
+        if (field == kDow && hi == 0)
+          absl::StrAppend(&why, "; SUN is 0, write 7 for a Sunday at the end, e.g. MON-7");
+        else
+          absl::StrAppend(&why, "; ranges do not wrap around, split it into two ranges");
         return err(field, why);
       }
     } else if (pos < it.size() && it[pos] == '/') {
       hi = std::max(top, lo);  // N/S runs to the field's max (7/S: Sunday)
     }
     if (field == kDow && pos < it.size() && upper(it[pos]) == 'L' && !has_range_start) {
-      if (pos + 1 != it.size()) return err(field, absl::StrCat("'", absl_sv(it), "' is not NL (last N-day of the month)"));
+      if (pos + 1 != it.size())
+        return err(field, absl::StrCat("'", absl_sv(it), "' is not NL (last N-day of the month)"));
       e.dow_special_.push_back({DowSpecial::kLast, static_cast<std::uint8_t>(lo % 7), 0});
       return absl::OkStatus();
     }
     if (field == kDow && pos < it.size() && it[pos] == '#' && !has_range_start) {
       ++pos;
       if (pos + 1 != it.size() || it[pos] < '1' || it[pos] > '5') {
-        return err(field, absl::StrCat("'", absl_sv(it), "': after # expected 1-5 (which N-day of the month)"));
+        return err(field, absl::StrCat("'", absl_sv(it),
+                                       "': after # expected 1-5 (which N-day of the month)"));
       }
       e.dow_special_.push_back({DowSpecial::kNth, static_cast<std::uint8_t>(lo % 7),
                                 static_cast<std::uint8_t>(it[pos] - '0')});
@@ -287,16 +314,19 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
     const std::size_t step_start = pos;
     std::int64_t s = 0;
     while (pos < it.size() && is_digit(it[pos]) && s < 100000) s = s * 10 + (it[pos++] - '0');
-    if (pos == step_start) return err(field, absl::StrCat("'", absl_sv(it), "': expected a step number after '/'"));
+    if (pos == step_start)
+      return err(field, absl::StrCat("'", absl_sv(it), "': expected a step number after '/'"));
     if (s < 1) return err(field, "step 0 must be at least 1");
     const int width = (field == kDow ? 7 : f.hi - f.lo + 1);
     if (s > width) {
-      return err(field, absl::StrCat("step ", s, " is larger than the field's range ", f.lo, "-", top));
+      return err(field,
+                 absl::StrCat("step ", s, " is larger than the field's range ", f.lo, "-", top));
     }
     step = static_cast<int>(s);
   }
   if (pos != it.size()) {
-    return err(field, absl::StrCat("unexpected '", absl_sv(it.substr(pos)), "' in '", absl_sv(it), "'"));
+    return err(field,
+               absl::StrCat("unexpected '", absl_sv(it.substr(pos)), "' in '", absl_sv(it), "'"));
   }
   for (int v = lo; v <= hi; v += step) mask |= bit(field == kDow ? v % 7 : v);
   return absl::OkStatus();
@@ -309,8 +339,8 @@ absl::Status CronParser::parse_field(int field, std::string_view text, CronExpr&
   bool first = true;
   while (true) {
     const std::size_t comma = text.find(',', start);
-    const std::string_view it =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::string_view it = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     KAIROS_RETURN_IF_ERROR(item(field, it, e, mask, star_first, first));
     first = false;
     if (comma == std::string_view::npos) break;
@@ -318,13 +348,31 @@ absl::Status CronParser::parse_field(int field, std::string_view text, CronExpr&
   }
   const bool unrestricted = text == "*" || text == "?" || text == "*/1";
   switch (field) {
-    case kSec: e.sec_ = mask; e.sec_star_ = star_first; break;
-    case kMin: e.min_ = mask; e.min_star_ = star_first; break;
-    case kHour: e.hour_ = static_cast<std::uint32_t>(mask); e.hour_star_ = star_first; break;
-    case kDom: e.dom_ = static_cast<std::uint32_t>(mask); e.dom_restricted_ = !unrestricted; break;
-    case kMon: e.mon_ = static_cast<std::uint16_t>(mask); break;
-    case kDow: e.dow_ = static_cast<std::uint8_t>(mask); e.dow_restricted_ = !unrestricted; break;
-    default: KAIROS_CHECK(false);
+    case kSec:
+      e.sec_ = mask;
+      e.sec_star_ = star_first;
+      break;
+    case kMin:
+      e.min_ = mask;
+      e.min_star_ = star_first;
+      break;
+    case kHour:
+      e.hour_ = static_cast<std::uint32_t>(mask);
+      e.hour_star_ = star_first;
+      break;
+    case kDom:
+      e.dom_ = static_cast<std::uint32_t>(mask);
+      e.dom_restricted_ = !unrestricted;
+      break;
+    case kMon:
+      e.mon_ = static_cast<std::uint16_t>(mask);
+      break;
+    case kDow:
+      e.dow_ = static_cast<std::uint8_t>(mask);
+      e.dow_restricted_ = !unrestricted;
+      break;
+    default:
+      KAIROS_CHECK(false);
   }
   return absl::OkStatus();
 }
@@ -353,8 +401,8 @@ absl::StatusOr<CronExpr> CronExpr::parse(std::string_view text, std::string_view
     while (i < text.size() && text[i] != ' ' && text[i] != '\t') {
       const auto c = static_cast<unsigned char>(text[i]);
       if (c < 0x20 || c >= 0x7f) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unexpected character at position ", i + 1, " (cron expressions are printable ASCII)"));
+        return absl::InvalidArgumentError(absl::StrCat("unexpected character at position ", i + 1,
+                                                       " (cron expressions are printable ASCII)"));
       }
       ++i;
     }
@@ -363,18 +411,20 @@ absl::StatusOr<CronExpr> CronExpr::parse(std::string_view text, std::string_view
   }
   if (fields.size() == 1 && !fields[0].empty() && fields[0][0] == '@') {
     std::string lower;
-    for (char c : fields[0]) lower.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c);
+    for (char c : fields[0])
+      lower.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c);
     for (const Macro& m : kMacros) {
       if (lower == m.name) return parse(m.expansion, job_id);
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown macro '", absl_sv(fields[0]),
-                     "' (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown macro '", absl_sv(fields[0]),
+        "' (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)"));
   }
   if (fields.size() != 5 && fields.size() != 6) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected 5 fields (minute hour day-of-month month day-of-week) or 6 (a leading second field), got ",
-        fields.size() > 7 ? std::string("more than 7") : absl::StrCat(fields.size())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected 5 fields (minute hour day-of-month month day-of-week) or 6 (a "
+                     "leading second field), got ",
+                     fields.size() > 7 ? std::string("more than 7") : absl::StrCat(fields.size())));
   }
   CronExpr e;
   const int first = fields.size() == 6 ? kSec : kMin;
@@ -384,15 +434,17 @@ absl::StatusOr<CronExpr> CronExpr::parse(std::string_view text, std::string_view
     KAIROS_RETURN_IF_ERROR(p.parse_field(first + static_cast<int>(f), fields[f], e));
   }
   std::sort(e.dom_special_.begin(), e.dom_special_.end());
-  e.dom_special_.erase(std::unique(e.dom_special_.begin(), e.dom_special_.end()), e.dom_special_.end());
+  e.dom_special_.erase(std::unique(e.dom_special_.begin(), e.dom_special_.end()),
+                       e.dom_special_.end());
   std::sort(e.dow_special_.begin(), e.dow_special_.end());
-  e.dow_special_.erase(std::unique(e.dow_special_.begin(), e.dow_special_.end()), e.dow_special_.end());
+  e.dow_special_.erase(std::unique(e.dow_special_.begin(), e.dow_special_.end()),
+                       e.dow_special_.end());
   e.finish();
   if (!e.can_ever_fire()) {
     const std::size_t d = fields.size() - 3;
     return absl::InvalidArgumentError(absl::StrCat(
-        "the expression never fires: no date matches day-of-month '", absl_sv(fields[d]), "' in month '",
-        absl_sv(fields[d + 1]), "'",
+        "the expression never fires: no date matches day-of-month '", absl_sv(fields[d]),
+        "' in month '", absl_sv(fields[d + 1]), "'",
         e.dow_restricted_ ? absl::StrCat(" with day-of-week '", absl_sv(fields[d + 2]), "'") : ""));
   }
   return e;
@@ -442,9 +494,12 @@ std::uint32_t CronExpr::day_mask(std::int64_t year, int month) const {
       case DomSpecial::kNearestWeekday: {
         if (s.n > len) break;
         const int wd = (w1 + s.n - 1) % 7;
-        if (wd == 6) day = s.n == 1 ? 3 : s.n - 1;
-        else if (wd == 0) day = s.n == len ? s.n - 2 : s.n + 1;
-        else day = s.n;
+        if (wd == 6)
+          day = s.n == 1 ? 3 : s.n - 1;
+        else if (wd == 0)
+          day = s.n == len ? s.n - 2 : s.n + 1;
+        else
+          day = s.n;
         break;
       }
       case DomSpecial::kLastWeekday:
@@ -506,7 +561,8 @@ std::optional<LocalSeconds> CronExpr::next(LocalSeconds from, LocalSeconds limit
   Ymd ymd = civil_from_days(days);
   std::int64_t y = ymd.y;
   int mo = ymd.m, d = ymd.d;
-  int h = static_cast<int>(sod / 3600), mi = static_cast<int>(sod / 60 % 60), s = static_cast<int>(sod % 60);
+  int h = static_cast<int>(sod / 3600), mi = static_cast<int>(sod / 60 % 60),
+      s = static_cast<int>(sod % 60);
   const std::int64_t limit_day = floor_div(limit - 1, 86400);
   // Each pass either returns or moves to a strictly later day, month or
   // year; the limit (at most year 10000) bounds the loop.
@@ -568,7 +624,8 @@ std::optional<LocalSeconds> CronExpr::prev(LocalSeconds from, LocalSeconds limit
   Ymd ymd = civil_from_days(days);
   std::int64_t y = ymd.y;
   int mo = ymd.m, d = ymd.d;
-  int h = static_cast<int>(sod / 3600), mi = static_cast<int>(sod / 60 % 60), s = static_cast<int>(sod % 60);
+  int h = static_cast<int>(sod / 3600), mi = static_cast<int>(sod / 60 % 60),
+      s = static_cast<int>(sod % 60);
   const std::int64_t limit_day = floor_div(limit, 86400);
   while (true) {
     const int m2 = prev_bit(mon_, mo);
@@ -633,7 +690,8 @@ void append_runs(std::vector<std::string>& out, std::uint64_t mask, int lo, int 
     }
     int end = v;
     while (end + 1 <= hi && (mask & bit(end + 1))) ++end;
-    if (end == v) out.push_back(absl::StrCat(v));
+    if (end == v)
+      out.push_back(absl::StrCat(v));
     else if (end == v + 1) {
       out.push_back(absl::StrCat(v));
       out.push_back(absl::StrCat(end));
@@ -680,9 +738,15 @@ std::string CronExpr::to_string() const {
     append_runs(items, dom_, 1, 31);
     for (const DomSpecial& s : dom_special_) {
       switch (s.kind) {
-        case DomSpecial::kLast: items.push_back(s.n == 0 ? std::string("L") : absl::StrCat("L-", s.n)); break;
-        case DomSpecial::kNearestWeekday: items.push_back(absl::StrCat(s.n, "W")); break;
-        case DomSpecial::kLastWeekday: items.push_back("LW"); break;
+        case DomSpecial::kLast:
+          items.push_back(s.n == 0 ? std::string("L") : absl::StrCat("L-", s.n));
+          break;
+        case DomSpecial::kNearestWeekday:
+          items.push_back(absl::StrCat(s.n, "W"));
+          break;
+        case DomSpecial::kLastWeekday:
+          items.push_back("LW");
+          break;
       }
     }
     f.push_back(absl::StrJoin(items, ","));
@@ -700,8 +764,10 @@ std::string CronExpr::to_string() const {
     std::vector<std::string> items;
     append_runs(items, dow_, 0, 6);
     for (const DowSpecial& s : dow_special_) {
-      if (s.kind == DowSpecial::kLast) items.push_back(absl::StrCat(s.weekday, "L"));
-      else items.push_back(absl::StrCat(s.weekday, "#", s.nth));
+      if (s.kind == DowSpecial::kLast)
+        items.push_back(absl::StrCat(s.weekday, "L"));
+      else
+        items.push_back(absl::StrCat(s.weekday, "#", s.nth));
     }
     f.push_back(absl::StrJoin(items, ","));
   }

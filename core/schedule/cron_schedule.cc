@@ -19,21 +19,26 @@ std::int64_t unix_seconds(const absl::CivilSecond& c) { return to_local_seconds(
 }  // namespace
 
 absl::StatusOr<absl::TimeZone> load_zone(std::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError("time zone is empty (expected an IANA name such as Europe/Berlin, or UTC)");
+  if (name.empty())
+    return absl::InvalidArgumentError(
+        "time zone is empty (expected an IANA name such as Europe/Berlin, or UTC)");
   if (name == "localtime") {
     return absl::InvalidArgumentError(
-        "time zone \"localtime\" is not allowed: schedules never use the server's local zone; name an IANA zone such as Europe/Berlin, or UTC");
+        "time zone \"localtime\" is not allowed: schedules never use the server's local zone; name "
+        "an IANA zone such as Europe/Berlin, or UTC");
   }
   absl::TimeZone tz;
   if (!absl::LoadTimeZone(absl_sv(name), &tz)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown time zone \"", absl_sv(name),
-                                                   "\" (expected an IANA name such as Europe/Berlin, or UTC)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown time zone \"", absl_sv(name),
+                     "\" (expected an IANA name such as Europe/Berlin, or UTC)"));
   }
   return tz;
 }
 
-absl::StatusOr<CronSchedule> CronSchedule::create(std::string_view expr, std::string_view zone_name, DstGap gap,
-                                                  DstFold fold, std::string_view job_id) {
+absl::StatusOr<CronSchedule> CronSchedule::create(std::string_view expr, std::string_view zone_name,
+                                                  DstGap gap, DstFold fold,
+                                                  std::string_view job_id) {
   KAIROS_ASSIGN_OR_RETURN(CronExpr e, CronExpr::parse(expr, job_id));
   KAIROS_ASSIGN_OR_RETURN(absl::TimeZone tz, load_zone(zone_name));
   return CronSchedule(std::move(e), tz, gap, fold);
@@ -182,7 +187,8 @@ bool CronSchedule::matches(absl::Time t) const {
   return f.has_value() && f->nominal == t;
 }
 
-std::vector<Fire> CronSchedule::fires_between(absl::Time from, absl::Time to, std::size_t max_count) const {
+std::vector<Fire> CronSchedule::fires_between(absl::Time from, absl::Time to,
+                                              std::size_t max_count) const {
   std::vector<Fire> out;
   absl::Time t = from;
   while (out.size() < max_count) {

@@ -57,7 +57,8 @@ class CronSchedule {
   static constexpr std::int64_t kMaxDstShiftSeconds = 3 * 3600;
 
   static absl::StatusOr<CronSchedule> create(std::string_view expr, std::string_view zone_name,
-                                             DstGap gap = DstGap::kShift, DstFold fold = DstFold::kFirst,
+                                             DstGap gap = DstGap::kShift,
+                                             DstFold fold = DstFold::kFirst,
                                              std::string_view job_id = {});
   CronSchedule(CronExpr expr, absl::TimeZone zone, DstGap gap, DstFold fold);
 

@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
-#include "core/schedule/cron_schedule.h"
 #include "core/base/duration.h"
 #include "core/base/stable_hash.h"
+#include "core/schedule/cron_schedule.h"
 
 namespace kairos {
 
@@ -39,23 +39,26 @@ absl::StatusOr<Schedule> Schedule::compile(const ScheduleSpec& spec, std::string
   }
   switch (spec.kind) {
     case ScheduleSpec::Kind::kCron: {
-      if (spec.cron.empty()) return absl::InvalidArgumentError("cron schedule has an empty expression");
+      if (spec.cron.empty())
+        return absl::InvalidArgumentError("cron schedule has an empty expression");
       KAIROS_ASSIGN_OR_RETURN(cron::CronExpr e, cron::CronExpr::parse(spec.cron, job_id));
       compiled->cron.emplace(std::move(e), compiled->zone, spec.dst_gap, spec.dst_fold);
       break;
     }
     case ScheduleSpec::Kind::kOnce:
       if (spec.at == absl::InfinitePast() || spec.at == absl::InfiniteFuture()) {
-        return absl::InvalidArgumentError("one-off schedule needs a finite instant (RFC 3339 with an offset)");
+        return absl::InvalidArgumentError(
+            "one-off schedule needs a finite instant (RFC 3339 with an offset)");
       }
       break;
     case ScheduleSpec::Kind::kInterval:
       if (spec.every <= absl::ZeroDuration() || spec.every == absl::InfiniteDuration()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("interval ", format_duration(spec.every), " must be a positive duration, e.g. 90s"));
+        return absl::InvalidArgumentError(absl::StrCat("interval ", format_duration(spec.every),
+                                                       " must be a positive duration, e.g. 90s"));
       }
       if (spec.start == absl::InfinitePast() || spec.start == absl::InfiniteFuture()) {
-        return absl::InvalidArgumentError("interval schedule needs a finite start time (the anchor of 'every')");
+        return absl::InvalidArgumentError(
+            "interval schedule needs a finite start time (the anchor of 'every')");
       }
       if (spec.end < spec.start) {
         return absl::InvalidArgumentError("interval schedule ends before it starts");
@@ -71,12 +74,14 @@ absl::StatusOr<Schedule> Schedule::compile(const ScheduleSpec& spec, std::string
 
 namespace {
 
-std::optional<Fire> nominal_after(const ScheduleSpec& spec, const Schedule::Compiled& c, absl::Time t);
+std::optional<Fire> nominal_after(const ScheduleSpec& spec, const Schedule::Compiled& c,
+                                  absl::Time t);
 
 }  // namespace
 
 namespace {
-std::optional<Fire> nominal_before(const ScheduleSpec& spec, const Schedule::Compiled& c, absl::Time t);
+std::optional<Fire> nominal_before(const ScheduleSpec& spec, const Schedule::Compiled& c,
+                                   absl::Time t);
 }  // namespace
 
 std::optional<Fire> Schedule::next_after(absl::Time t) const {
@@ -104,14 +109,17 @@ std::optional<Fire> Schedule::with_jitter(std::optional<Fire> f) const {
     cap_ms = std::min(cap_ms, gap_ms);
   }
   if (cap_ms <= 0) return f;
-  const std::uint64_t h = stable_hash(job_id_, static_cast<std::uint64_t>(absl::ToUnixMillis(f->nominal)));
-  f->at = f->nominal + absl::Milliseconds(static_cast<std::int64_t>(h % static_cast<std::uint64_t>(cap_ms + 1)));
+  const std::uint64_t h =
+      stable_hash(job_id_, static_cast<std::uint64_t>(absl::ToUnixMillis(f->nominal)));
+  f->at = f->nominal +
+          absl::Milliseconds(static_cast<std::int64_t>(h % static_cast<std::uint64_t>(cap_ms + 1)));
   return f;
 }
 
 namespace {
 
-std::optional<Fire> nominal_after(const ScheduleSpec& spec, const Schedule::Compiled& c, absl::Time t) {
+std::optional<Fire> nominal_after(const ScheduleSpec& spec, const Schedule::Compiled& c,
+                                  absl::Time t) {
   switch (spec.kind) {
     case ScheduleSpec::Kind::kCron:
       return c.cron->next_after(t);
@@ -134,7 +142,8 @@ std::optional<Fire> nominal_after(const ScheduleSpec& spec, const Schedule::Comp
   return std::nullopt;
 }
 
-std::optional<Fire> nominal_before(const ScheduleSpec& spec, const Schedule::Compiled& c, absl::Time t) {
+std::optional<Fire> nominal_before(const ScheduleSpec& spec, const Schedule::Compiled& c,
+                                   absl::Time t) {
   switch (spec.kind) {
     case ScheduleSpec::Kind::kCron:
       return c.cron->prev_before(t);
@@ -143,7 +152,8 @@ std::optional<Fire> nominal_before(const ScheduleSpec& spec, const Schedule::Com
       return std::nullopt;
     case ScheduleSpec::Kind::kInterval: {
       if (t <= spec.start) return std::nullopt;
-      const absl::Time last = std::min(t, spec.end == absl::InfiniteFuture() ? t : spec.end + absl::Nanoseconds(1));
+      const absl::Time last =
+          std::min(t, spec.end == absl::InfiniteFuture() ? t : spec.end + absl::Nanoseconds(1));
       absl::Duration rem;
       std::int64_t k = absl::IDivDuration(last - spec.start, spec.every, &rem);
       if (rem == absl::ZeroDuration()) --k;  // strictly before

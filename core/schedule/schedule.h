@@ -55,8 +55,8 @@ struct ScheduleSpec {
   Kind kind = Kind::kCron;
 
   // kCron
-  std::string cron;            // 5 or 6 fields, or a macro (@daily, ...)
-  std::string zone = "UTC";    // IANA zone; never the server's local zone
+  std::string cron;          // 5 or 6 fields, or a macro (@daily, ...)
+  std::string zone = "UTC";  // IANA zone; never the server's local zone
   DstGap dst_gap = DstGap::kShift;
   DstFold dst_fold = DstFold::kFirst;
 
@@ -77,10 +77,10 @@ struct ScheduleSpec {
 };
 
 struct Fire {
-  absl::Time at;                   // when to fire (after DST rules and jitter)
-  absl::Time nominal;              // the occurrence's identity (before jitter)
-  absl::CivilSecond local;         // nominal local wall time in the zone
-  absl::Duration utc_offset;       // zone offset at `nominal`
+  absl::Time at;              // when to fire (after DST rules and jitter)
+  absl::Time nominal;         // the occurrence's identity (before jitter)
+  absl::CivilSecond local;    // nominal local wall time in the zone
+  absl::Duration utc_offset;  // zone offset at `nominal`
   DstNote note = DstNote::kNone;
 };
 

@@ -6,8 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
-#include "core/schedule/cron_expr.h"
 #include "core/base/duration.h"
+#include "core/schedule/cron_expr.h"
 
 namespace kairos {
 namespace {
@@ -15,7 +15,8 @@ namespace {
 absl::Status bad_time(std::string_view text, std::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("invalid time \"", absl_sv(text), "\": ", absl_sv(why),
-                   "; expected RFC 3339 with an offset, e.g. 2026-12-01T10:00:00Z or 2026-12-01T11:00:00+01:00"));
+                   "; expected RFC 3339 with an offset, e.g. 2026-12-01T10:00:00Z or "
+                   "2026-12-01T11:00:00+01:00"));
 }
 
 bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
@@ -44,14 +45,15 @@ bool starts_with_word(std::string_view s, std::string_view word) {
 
 absl::StatusOr<absl::Time> parse_rfc3339(std::string_view text) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
-  if (!digits(text, 0, 4, y) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, mo) || text[7] != '-' ||
-      !digits(text, 8, 2, d) || !(text[10] == 'T' || text[10] == 't' || text[10] == ' ') ||
-      !digits(text, 11, 2, h) || text[13] != ':' || !digits(text, 14, 2, mi) || text[16] != ':' ||
-      !digits(text, 17, 2, s)) {
+  if (!digits(text, 0, 4, y) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, mo) ||
+      text[7] != '-' || !digits(text, 8, 2, d) ||
+      !(text[10] == 'T' || text[10] == 't' || text[10] == ' ') || !digits(text, 11, 2, h) ||
+      text[13] != ':' || !digits(text, 14, 2, mi) || text[16] != ':' || !digits(text, 17, 2, s)) {
     return bad_time(text, "not in the form YYYY-MM-DDTHH:MM:SS");
   }
   if (mo < 1 || mo > 12) return bad_time(text, "month out of range 01-12");
-  if (d < 1 || d > cron::days_in_month(y, mo)) return bad_time(text, "day out of range for its month");
+  if (d < 1 || d > cron::days_in_month(y, mo))
+    return bad_time(text, "day out of range for its month");
   if (h > 23) return bad_time(text, "hour out of range 00-23");
   if (mi > 59) return bad_time(text, "minute out of range 00-59");
   if (s > 59) return bad_time(text, "second out of range 00-59 (leap seconds are not supported)");
@@ -82,10 +84,12 @@ absl::StatusOr<absl::Time> parse_rfc3339(std::string_view text) {
     offset = (oh * 3600 + om * 60) * (text[pos] == '-' ? -1 : 1);
     pos += 6;
   } else {
-    return bad_time(text, absl::StrCat("unexpected '", absl_sv(text.substr(pos, 1)), "' where the offset belongs"));
+    return bad_time(text, absl::StrCat("unexpected '", absl_sv(text.substr(pos, 1)),
+                                       "' where the offset belongs"));
   }
-  if (pos != text.size()) return bad_time(text, absl::StrCat("unexpected text after the offset: '",
-                                                             absl_sv(text.substr(pos)), "'"));
+  if (pos != text.size())
+    return bad_time(
+        text, absl::StrCat("unexpected text after the offset: '", absl_sv(text.substr(pos)), "'"));
   const std::int64_t local = cron::days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
   return absl::FromUnixSeconds(local - offset) + absl::Nanoseconds(nanos);
 }
@@ -105,7 +109,8 @@ absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Ti
   if (starts_with_word(text, "in")) {
     const std::string_view rest = trim(text.substr(2));
     auto d = parse_duration(rest);
-    if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat("in 'in DURATION': ", d.status().message()));
+    if (!d.ok())
+      return absl::InvalidArgumentError(absl::StrCat("in 'in DURATION': ", d.status().message()));
     spec.kind = ScheduleSpec::Kind::kOnce;
     spec.at = now + *d;
     return spec;
@@ -120,8 +125,11 @@ absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Ti
     std::size_t sp = rest.find_first_of(" \t");
     const std::string_view dur = rest.substr(0, sp);
     auto d = parse_duration(dur);
-    if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat("in 'every DURATION': ", d.status().message()));
-    if (*d <= absl::ZeroDuration()) return absl::InvalidArgumentError("in 'every DURATION': the interval must be positive");
+    if (!d.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("in 'every DURATION': ", d.status().message()));
+    if (*d <= absl::ZeroDuration())
+      return absl::InvalidArgumentError("in 'every DURATION': the interval must be positive");
     spec.kind = ScheduleSpec::Kind::kInterval;
     spec.every = *d;
     spec.start = now;
@@ -131,7 +139,8 @@ absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Ti
       sp = rest.find_first_of(" \t");
       const std::string_view word = rest.substr(0, sp);
       if (sp == std::string_view::npos) {
-        return absl::InvalidArgumentError(absl::StrCat("in 'every': '", absl_sv(word), "' needs an RFC 3339 time after it"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("in 'every': '", absl_sv(word), "' needs an RFC 3339 time after it"));
       }
       rest = trim(rest.substr(sp));
       sp = rest.find_first_of(" \t");
@@ -144,11 +153,13 @@ absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Ti
         KAIROS_ASSIGN_OR_RETURN(spec.end, parse_rfc3339(value));
         seen_until = true;
       } else {
-        return absl::InvalidArgumentError(absl::StrCat("in 'every': unexpected '", absl_sv(word),
-                                                       "' (expected 'from RFC3339' then 'until RFC3339')"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("in 'every': unexpected '", absl_sv(word),
+                         "' (expected 'from RFC3339' then 'until RFC3339')"));
       }
     }
-    if (spec.end < spec.start) return absl::InvalidArgumentError("in 'every': 'until' is before the start");
+    if (spec.end < spec.start)
+      return absl::InvalidArgumentError("in 'every': 'until' is before the start");
     return spec;
   }
   if (text.size() >= 19 && text[0] >= '0' && text[0] <= '9' && text[4] == '-') {

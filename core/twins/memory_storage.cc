@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
-
 #include "core/base/check.h"
 
 namespace kairos {
@@ -88,7 +87,8 @@ class MemoryTxn final : public Txn {
   // (`current`: its value now, null when absent).
   void remember(std::string_view key, const std::string* current) {
     if (!touched_.emplace(key).second) return;
-    undo_.push_back({std::string(key), current ? std::optional<std::string>(*current) : std::nullopt});
+    undo_.push_back(
+        {std::string(key), current ? std::optional<std::string>(*current) : std::nullopt});
   }
 
   MemoryStorage::Map& data_;
@@ -140,9 +140,8 @@ void MemoryStorage::transact(TxnBody body, TxnDone done, TxnMode mode) {
     unsynced_.push_back({std::move(undo), std::move(done)});
     return;
   }
-  loop_.post([done = std::move(done), result = std::move(result)]() mutable {
-    done(std::move(result));
-  });
+  loop_.post(
+      [done = std::move(done), result = std::move(result)]() mutable { done(std::move(result)); });
 }
 
 void MemoryStorage::sync() {

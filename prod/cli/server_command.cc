@@ -24,6 +24,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -35,25 +37,22 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "core/base/check.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
-#include "core/twins/loopback_transport.h"
-#include "core/ports/metrics.h"
-#include "core/ports/random.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "prod/runtime/asio_runtime.h"
+#include "core/ports/metrics.h"
+#include "core/ports/random.h"
+#include "core/twins/loopback_transport.h"
 #include "prod/cli/commands.h"
-#include "prod/store/lmdb_storage.h"
 #include "prod/log/log_event_log.h"
 #include "prod/runners/process_runner.h"
+#include "prod/runtime/asio_runtime.h"
+#include "prod/store/lmdb_storage.h"
 
 namespace kairos::cli {
 namespace {
@@ -108,10 +107,20 @@ std::optional<std::size_t> parse_size(std::string_view text) {
   std::size_t multiplier = 1;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'K': case 'k': multiplier = std::size_t{1} << 10; break;
-      case 'M': case 'm': multiplier = std::size_t{1} << 20; break;
-      case 'G': case 'g': multiplier = std::size_t{1} << 30; break;
-      default: break;
+      case 'K':
+      case 'k':
+        multiplier = std::size_t{1} << 10;
+        break;
+      case 'M':
+      case 'm':
+        multiplier = std::size_t{1} << 20;
+        break;
+      case 'G':
+      case 'g':
+        multiplier = std::size_t{1} << 30;
+        break;
+      default:
+        break;
     }
     if (multiplier != 1) text.remove_suffix(1);
   }
@@ -199,8 +208,9 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
     } else {  // --demo-every
       const auto n = parse_u32(value);
       if (!n || *n < 1 || *n > 30 || 60 % *n != 0)
-        return bad_value(arg, "a number of seconds that divides 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)",
-                         value);
+        return bad_value(
+            arg, "a number of seconds that divides 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)",
+            value);
       flags.demo_every = *n;
       flags.demo_every_given = true;
     }
@@ -221,7 +231,8 @@ std::string default_node_id() {
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "kairos";
   std::string id(host);
   for (char& c : id)
-    if (c == ' ' || c == '"' || c == '=' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
+    if (c == ' ' || c == '"' || c == '=' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
+      c = '_';
   if (id.size() > kMaxWorkerIdSize) id.resize(kMaxWorkerIdSize);
   return id;
 }
@@ -231,7 +242,8 @@ std::string default_node_id() {
 TxnResult transact_now(boost::asio::io_context& io, Storage& store, TxnBody body,
                        TxnMode mode = TxnMode::kReadWrite) {
   std::optional<TxnResult> result;
-  store.transact(std::move(body), [&](TxnResult r) { result = std::move(r); }, mode);
+  store.transact(
+      std::move(body), [&](TxnResult r) { result = std::move(r); }, mode);
   while (!result && io.run_one() > 0) {
   }
   KAIROS_CHECK(result.has_value());
@@ -246,7 +258,8 @@ absl::Status check_health(boost::asio::io_context& io, Storage& store, const Clo
     return absl::OkStatus();
   });
   if (!wrote.committed())
-    return absl::UnavailableError(absl::StrFormat("health record write: %s", wrote.status.ToString()));
+    return absl::UnavailableError(
+        absl::StrFormat("health record write: %s", wrote.status.ToString()));
   auto seen = std::make_shared<std::optional<std::string>>();
   TxnResult read = transact_now(
       io, store,
@@ -256,7 +269,8 @@ absl::Status check_health(boost::asio::io_context& io, Storage& store, const Clo
       },
       TxnMode::kReadOnly);
   if (!read.committed())
-    return absl::UnavailableError(absl::StrFormat("health record read: %s", read.status.ToString()));
+    return absl::UnavailableError(
+        absl::StrFormat("health record read: %s", read.status.ToString()));
   if (*seen != stamp) return absl::DataLossError("health record read back differs");
   return absl::OkStatus();
 }
@@ -267,9 +281,8 @@ absl::Status check_shards(boost::asio::io_context& io, Storage& store, std::uint
   TxnResult r = transact_now(io, store, [job_store](Txn& t) { return job_store->init(t); });
   if (r.committed()) return absl::OkStatus();
   if (r.outcome == CommitOutcome::kAborted)
-    return absl::FailedPreconditionError(
-        absl::StrCat("flag --shards: ", r.status.message(),
-                     "; start with --shards matching the store"));
+    return absl::FailedPreconditionError(absl::StrCat("flag --shards: ", r.status.message(),
+                                                      "; start with --shards matching the store"));
   return absl::UnavailableError(absl::StrCat("recording the shard count: ", r.status.ToString()));
 }
 
@@ -291,11 +304,16 @@ std::uint64_t fresh_seed() {
 
 std::string_view status_name(RunStatus s) {
   switch (s) {
-    case RunStatus::kSucceeded: return "succeeded";
-    case RunStatus::kFailed: return "failed";
-    case RunStatus::kFailedPermanent: return "failed_permanent";
-    case RunStatus::kTimedOut: return "timed_out";
-    case RunStatus::kStopped: return "stopped";
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kFailedPermanent:
+      return "failed_permanent";
+    case RunStatus::kTimedOut:
+      return "timed_out";
+    case RunStatus::kStopped:
+      return "stopped";
   }
   return "unknown";
 }
@@ -336,8 +354,9 @@ struct Server {
   void shutdown(absl::Duration kill_grace) {
     for (auto& w : workers) w.worker->stop();
     if (runner) runner->terminate_all();
-    const auto bound = std::chrono::steady_clock::now() +
-                       std::chrono::microseconds(absl::ToInt64Microseconds(kill_grace + kShutdownSlack));
+    const auto bound =
+        std::chrono::steady_clock::now() +
+        std::chrono::microseconds(absl::ToInt64Microseconds(kill_grace + kShutdownSlack));
     io.restart();
     while (runner && runner->running() > 0 && std::chrono::steady_clock::now() < bound)
       io.run_one_for(std::chrono::milliseconds(50));
@@ -375,7 +394,8 @@ int server_command(int argc, char** argv) {
   }
   server.store = std::move(opened).value();
   if (absl::Status health = check_health(io, *server.store, server.clock); !health.ok()) {
-    std::fprintf(stderr, "kairos server: store health check failed: %s\n", health.ToString().c_str());
+    std::fprintf(stderr, "kairos server: store health check failed: %s\n",
+                 health.ToString().c_str());
     return 1;
   }
   if (absl::Status shards = check_shards(io, *server.store, flags.shards); !shards.ok()) {
@@ -465,14 +485,15 @@ int server_command(int argc, char** argv) {
     received = signal;
     io.stop();
   });
-  std::printf("kairos server: ready (store: lmdb at %s, schema v%u)\n", server.store->path().c_str(),
-              server.store->schema_version());
+  std::printf("kairos server: ready (store: lmdb at %s, schema v%u)\n",
+              server.store->path().c_str(), server.store->schema_version());
   std::fflush(stdout);
   io.run();
 
   std::fprintf(stderr, "kairos server: %s received, stopping\n",
                received == SIGINT ? "SIGINT" : "SIGTERM");
-  server.note("server.stopping", {{"signal", std::string(received == SIGINT ? "SIGINT" : "SIGTERM")}});
+  server.note("server.stopping",
+              {{"signal", std::string(received == SIGINT ? "SIGINT" : "SIGTERM")}});
   signals.cancel();
   server.shutdown(kill_grace);
   work.reset();

@@ -61,15 +61,15 @@ class LogEventLog final : public EventLog {
 
   const LogEventLogOptions options_;
   mutable std::mutex mu_;
-  std::condition_variable wake_;     // writer: there is work, or stop
-  std::condition_variable written_;  // flush(): progress
-  std::string pending_;              // guarded by mu_
-  std::uint64_t appended_ = 0;       // lines appended or dropped (guarded)
-  std::uint64_t finished_ = 0;       // lines written or dropped (guarded)
-  std::uint64_t pending_lines_ = 0;  // lines in pending_ (guarded)
-  std::uint64_t dropped_ = 0;        // guarded
+  std::condition_variable wake_;        // writer: there is work, or stop
+  std::condition_variable written_;     // flush(): progress
+  std::string pending_;                 // guarded by mu_
+  std::uint64_t appended_ = 0;          // lines appended or dropped (guarded)
+  std::uint64_t finished_ = 0;          // lines written or dropped (guarded)
+  std::uint64_t pending_lines_ = 0;     // lines in pending_ (guarded)
+  std::uint64_t dropped_ = 0;           // guarded
   std::uint64_t unreported_drops_ = 0;  // guarded
-  bool stopping_ = false;            // guarded
+  bool stopping_ = false;               // guarded
   std::thread writer_;
 };
 

@@ -9,13 +9,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/posix/stream_descriptor.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
@@ -69,8 +68,16 @@ std::string signal_name(int sig) {
 // errno of a failed spawn -> does retrying have a chance?
 bool permanent_spawn_error(int err) {
   switch (err) {
-    case ENOENT: case EACCES: case ENOEXEC: case ENOTDIR: case EISDIR: case ELOOP:
-    case ENAMETOOLONG: case EPERM: case E2BIG: case EINVAL:
+    case ENOENT:
+    case EACCES:
+    case ENOEXEC:
+    case ENOTDIR:
+    case EISDIR:
+    case ELOOP:
+    case ENAMETOOLONG:
+    case EPERM:
+    case E2BIG:
+    case EINVAL:
       return true;
     default:
       return false;
@@ -153,11 +160,10 @@ ProcessRunner::~ProcessRunner() {
   procs_.clear();
 }
 
-void ProcessRunner::fail_to_start(RunRequest request,
-                                  std::function<void(RunOutcome)> done, RunStatus status,
-                                  std::string detail) {
-  timers_.post([this, alive = alive_, request = std::move(request), done = std::move(done),
-                status, detail = std::move(detail)] {
+void ProcessRunner::fail_to_start(RunRequest request, std::function<void(RunOutcome)> done,
+                                  RunStatus status, std::string detail) {
+  timers_.post([this, alive = alive_, request = std::move(request), done = std::move(done), status,
+                detail = std::move(detail)] {
     if (!*alive) return;
     RunOutcome outcome{status, 0, detail};
     if (options_.on_exit) {
@@ -185,7 +191,7 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
   }
   const std::string& wd = cmd->working_dir.empty() ? options_.working_dir : cmd->working_dir;
   if (!wd.empty()) {
-    struct stat st{};
+    struct stat st {};
     const bool found = ::stat(wd.c_str(), &st) == 0;
     const int err = errno;
     if (!found || !S_ISDIR(st.st_mode)) {
@@ -221,7 +227,8 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
     KAIROS_CHECK(posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0) == 0);
     KAIROS_CHECK(posix_spawn_file_actions_adddup2(&s.actions, write_fd, 1) == 0);
     KAIROS_CHECK(posix_spawn_file_actions_adddup2(&s.actions, write_fd, 2) == 0);
-    if (!wd.empty()) KAIROS_CHECK(posix_spawn_file_actions_addchdir_np(&s.actions, wd.c_str()) == 0);
+    if (!wd.empty())
+      KAIROS_CHECK(posix_spawn_file_actions_addchdir_np(&s.actions, wd.c_str()) == 0);
     // Own process group (so the whole job can be signalled), an empty signal
     // mask and default dispositions for what the server may have changed.
     sigset_t empty, defaults;
@@ -274,20 +281,21 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
 }
 
 void ProcessRunner::watch_output(const ProcPtr& p) {
-  p->out.async_read_some(asio::buffer(p->buf),
-                         [this, alive = alive_, p](const boost::system::error_code& ec, std::size_t n) {
-                           if (!*alive || p->finished) return;
-                           if (n > 0) append_output(*p, p->buf.data(), n);
-                           if (!ec) {
-                             watch_output(p);
-                             return;
-                           }
-                           // EOF (every writer closed) or cancelled after
-                           // the exit: the outcome can be reported once the
-                           // main process has been reaped too.
-                           p->output_done = true;
-                           if (p->exited) finish(p);
-                         });
+  p->out.async_read_some(
+      asio::buffer(p->buf),
+      [this, alive = alive_, p](const boost::system::error_code& ec, std::size_t n) {
+        if (!*alive || p->finished) return;
+        if (n > 0) append_output(*p, p->buf.data(), n);
+        if (!ec) {
+          watch_output(p);
+          return;
+        }
+        // EOF (every writer closed) or cancelled after
+        // the exit: the outcome can be reported once the
+        // main process has been reaped too.
+        p->output_done = true;
+        if (p->exited) finish(p);
+      });
 }
 
 void ProcessRunner::watch_exit(const ProcPtr& p) {
@@ -421,7 +429,8 @@ void ProcessRunner::finish(const ProcPtr& p) {
   }
   std::string tail = p->tail;
   outcome.detail = what;
-  if (!tail.empty()) absl::StrAppend(&outcome.detail, "; output: ", p->dropped > 0 ? "..." : "", tail);
+  if (!tail.empty())
+    absl::StrAppend(&outcome.detail, "; output: ", p->dropped > 0 ? "..." : "", tail);
 
   auto done = std::move(p->done);
   procs_.erase(p->handle);

@@ -59,14 +59,13 @@
 
 #include <sys/types.h>
 
+#include <boost/asio/io_context.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
 
 #include "absl/time/time.h"
 #include "core/ports/clock.h"

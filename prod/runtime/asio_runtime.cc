@@ -3,7 +3,6 @@
 #include <boost/asio/post.hpp>
 
 #include "absl/time/clock.h"
-
 #include "core/base/check.h"
 
 namespace kairos {
@@ -41,8 +40,8 @@ TimerId AsioTimers::after(absl::Duration delay, std::function<void()> fn) {
     });
     return id;
   }
-  const auto at = std::chrono::steady_clock::now() +
-                  std::chrono::nanoseconds(absl::ToInt64Nanoseconds(delay));
+  const auto at =
+      std::chrono::steady_clock::now() + std::chrono::nanoseconds(absl::ToInt64Nanoseconds(delay));
   state_->timed.emplace(Key{at, id}, std::move(fn));
   state_->deadline_of.emplace(id, at);
   arm();

@@ -22,15 +22,14 @@
 //   the loop thread or after the loop stopped.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <utility>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "core/ports/clock.h"
 #include "core/ports/timers.h"

@@ -20,50 +20,83 @@ namespace {
 
 const char* lmdb_code_name(int rc) {
   switch (rc) {
-    case MDB_KEYEXIST: return "MDB_KEYEXIST";
-    case MDB_NOTFOUND: return "MDB_NOTFOUND";
-    case MDB_PAGE_NOTFOUND: return "MDB_PAGE_NOTFOUND";
-    case MDB_CORRUPTED: return "MDB_CORRUPTED";
-    case MDB_PANIC: return "MDB_PANIC";
-    case MDB_VERSION_MISMATCH: return "MDB_VERSION_MISMATCH";
-    case MDB_INVALID: return "MDB_INVALID";
-    case MDB_MAP_FULL: return "MDB_MAP_FULL";
-    case MDB_DBS_FULL: return "MDB_DBS_FULL";
-    case MDB_READERS_FULL: return "MDB_READERS_FULL";
-    case MDB_TLS_FULL: return "MDB_TLS_FULL";
-    case MDB_TXN_FULL: return "MDB_TXN_FULL";
-    case MDB_CURSOR_FULL: return "MDB_CURSOR_FULL";
-    case MDB_PAGE_FULL: return "MDB_PAGE_FULL";
-    case MDB_MAP_RESIZED: return "MDB_MAP_RESIZED";
-    case MDB_INCOMPATIBLE: return "MDB_INCOMPATIBLE";
-    case MDB_BAD_RSLOT: return "MDB_BAD_RSLOT";
-    case MDB_BAD_TXN: return "MDB_BAD_TXN";
-    case MDB_BAD_VALSIZE: return "MDB_BAD_VALSIZE";
-    case MDB_BAD_DBI: return "MDB_BAD_DBI";
-    case ENOENT: return "ENOENT";
-    case EACCES: return "EACCES";
-    case EAGAIN: return "EAGAIN";
-    case ENOMEM: return "ENOMEM";
-    case ENOSPC: return "ENOSPC";
-    case EIO: return "EIO";
-    case EINVAL: return "EINVAL";
-    case EROFS: return "EROFS";
-    default: return "errno";
+    case MDB_KEYEXIST:
+      return "MDB_KEYEXIST";
+    case MDB_NOTFOUND:
+      return "MDB_NOTFOUND";
+    case MDB_PAGE_NOTFOUND:
+      return "MDB_PAGE_NOTFOUND";
+    case MDB_CORRUPTED:
+      return "MDB_CORRUPTED";
+    case MDB_PANIC:
+      return "MDB_PANIC";
+    case MDB_VERSION_MISMATCH:
+      return "MDB_VERSION_MISMATCH";
+    case MDB_INVALID:
+      return "MDB_INVALID";
+    case MDB_MAP_FULL:
+      return "MDB_MAP_FULL";
+    case MDB_DBS_FULL:
+      return "MDB_DBS_FULL";
+    case MDB_READERS_FULL:
+      return "MDB_READERS_FULL";
+    case MDB_TLS_FULL:
+      return "MDB_TLS_FULL";
+    case MDB_TXN_FULL:
+      return "MDB_TXN_FULL";
+    case MDB_CURSOR_FULL:
+      return "MDB_CURSOR_FULL";
+    case MDB_PAGE_FULL:
+      return "MDB_PAGE_FULL";
+    case MDB_MAP_RESIZED:
+      return "MDB_MAP_RESIZED";
+    case MDB_INCOMPATIBLE:
+      return "MDB_INCOMPATIBLE";
+    case MDB_BAD_RSLOT:
+      return "MDB_BAD_RSLOT";
+    case MDB_BAD_TXN:
+      return "MDB_BAD_TXN";
+    case MDB_BAD_VALSIZE:
+      return "MDB_BAD_VALSIZE";
+    case MDB_BAD_DBI:
+      return "MDB_BAD_DBI";
+    case ENOENT:
+      return "ENOENT";
+    case EACCES:
+      return "EACCES";
+    case EAGAIN:
+      return "EAGAIN";
+    case ENOMEM:
+      return "ENOMEM";
+    case ENOSPC:
+      return "ENOSPC";
+    case EIO:
+      return "EIO";
+    case EINVAL:
+      return "EINVAL";
+    case EROFS:
+      return "EROFS";
+    default:
+      return "errno";
   }
 }
 
 absl::StatusCode lmdb_status_code(int rc) {
   switch (rc) {
     case MDB_NOTFOUND:
-    case ENOENT: return absl::StatusCode::kNotFound;
-    case MDB_KEYEXIST: return absl::StatusCode::kAlreadyExists;
+    case ENOENT:
+      return absl::StatusCode::kNotFound;
+    case MDB_KEYEXIST:
+      return absl::StatusCode::kAlreadyExists;
     case MDB_PAGE_NOTFOUND:
     case MDB_CORRUPTED:
     case MDB_PANIC:
-    case EIO: return absl::StatusCode::kDataLoss;
+    case EIO:
+      return absl::StatusCode::kDataLoss;
     case MDB_VERSION_MISMATCH:
     case MDB_INVALID:
-    case MDB_INCOMPATIBLE: return absl::StatusCode::kFailedPrecondition;
+    case MDB_INCOMPATIBLE:
+      return absl::StatusCode::kFailedPrecondition;
     case MDB_MAP_FULL:
     case MDB_DBS_FULL:
     case MDB_READERS_FULL:
@@ -72,23 +105,26 @@ absl::StatusCode lmdb_status_code(int rc) {
     case MDB_CURSOR_FULL:
     case MDB_PAGE_FULL:
     case ENOMEM:
-    case ENOSPC: return absl::StatusCode::kResourceExhausted;
+    case ENOSPC:
+      return absl::StatusCode::kResourceExhausted;
     case MDB_MAP_RESIZED:
-    case EAGAIN: return absl::StatusCode::kUnavailable;
+    case EAGAIN:
+      return absl::StatusCode::kUnavailable;
     case EACCES:
-    case EROFS: return absl::StatusCode::kPermissionDenied;
+    case EROFS:
+      return absl::StatusCode::kPermissionDenied;
     case EINVAL:
     case MDB_BAD_RSLOT:
     case MDB_BAD_TXN:
     case MDB_BAD_VALSIZE:
-    case MDB_BAD_DBI: return absl::StatusCode::kInternal;
-    default: return absl::StatusCode::kUnknown;
+    case MDB_BAD_DBI:
+      return absl::StatusCode::kInternal;
+    default:
+      return absl::StatusCode::kUnknown;
   }
 }
 
-MDB_val to_val(std::string_view s) {
-  return MDB_val{s.size(), const_cast<char*>(s.data())};
-}
+MDB_val to_val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
 std::string_view from_val(const MDB_val& v) {
   return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
 }
@@ -343,8 +379,7 @@ std::string foreign_lmdb_message(const std::string& path, std::string_view why) 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions& options,
-                                                                const Clock& clock,
-                                                                Timers& loop) {
+                                                               const Clock& clock, Timers& loop) {
   KAIROS_CHECK_MSG(options.max_batch > 0, "LmdbOptions::max_batch must be > 0");
   KAIROS_CHECK_MSG(options.initial_map_size > 0, "LmdbOptions::initial_map_size must be > 0");
   KAIROS_RETURN_IF_ERROR(check_directory(options.path));
@@ -363,9 +398,9 @@ absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions
         "data directory %s is not a Kairos store: data.mdb is not an LMDB environment (%s)",
         options.path, LmdbError("mdb_env_open", rc).message()));
   if (rc == MDB_VERSION_MISMATCH)
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "data directory %s was written by an incompatible LMDB version (%s)", options.path,
-        LmdbError("mdb_env_open", rc).message()));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("data directory %s was written by an incompatible LMDB version (%s)",
+                        options.path, LmdbError("mdb_env_open", rc).message()));
   if (rc != 0)
     return absl::Status(lmdb_status_code(rc),
                         absl::StrFormat("cannot open data directory %s: %s", options.path,
@@ -414,17 +449,15 @@ absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions
     k = to_val(kMetaSchemaVersionKey);
     rc = mdb_get(txn.get(), env->meta, &k, &v);
     if (rc == MDB_NOTFOUND)
-      return absl::DataLossError(
-          absl::StrFormat("data directory %s: Kairos store without a schema version record",
-                          options.path));
+      return absl::DataLossError(absl::StrFormat(
+          "data directory %s: Kairos store without a schema version record", options.path));
     if (rc != 0) return LmdbError("mdb_get (schema version)", rc);
     const std::string_view text = from_val(v);
     std::uint32_t version = 0;
     const auto parsed = std::from_chars(text.data(), text.data() + text.size(), version);
     if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() || version == 0)
       return absl::DataLossError(absl::StrFormat(
-          "data directory %s: unreadable schema version record '%s'", options.path,
-          absl_sv(text)));
+          "data directory %s: unreadable schema version record '%s'", options.path, absl_sv(text)));
     if (version > kLmdbSchemaVersion)
       return absl::FailedPreconditionError(absl::StrFormat(
           "data directory %s has store schema version %d, newer than this kairos binary "
@@ -630,8 +663,7 @@ bool LmdbStorage::grow_map() {
   const std::size_t current = info.me_mapsize;
   if (options_.max_map_size != 0 && current >= options_.max_map_size) return false;
   std::size_t target = current * 2;
-  if (options_.max_map_size != 0 && target > options_.max_map_size)
-    target = options_.max_map_size;
+  if (options_.max_map_size != 0 && target > options_.max_map_size) target = options_.max_map_size;
   // Called between transactions on the writer thread, the only thread with
   // transactions on this environment, as mdb_env_set_mapsize requires.
   if (mdb_env_set_mapsize(env_->env, target) != 0) return false;

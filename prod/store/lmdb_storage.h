@@ -88,10 +88,10 @@ inline constexpr std::string_view kMetaFormatValue = "kairos-lmdb-store";
 inline constexpr std::string_view kMetaSchemaVersionKey = "schema_version";  // decimal text
 
 struct LmdbOptions {
-  std::string path;                               // the data directory
+  std::string path;  // the data directory
   std::size_t initial_map_size = std::size_t{64} << 20;
-  std::size_t max_map_size = 0;                   // 0: grow without limit
-  std::size_t max_batch = 4096;                   // transactions per sync; 1 = sync per commit
+  std::size_t max_map_size = 0;  // 0: grow without limit
+  std::size_t max_batch = 4096;  // transactions per sync; 1 = sync per commit
 };
 
 // Maps an LMDB (or errno) return code to a Status naming the operation, e.g.

@@ -19,11 +19,10 @@ namespace {
 
 std::string attempt_text(const SinkAttempt& a) {
   return absl::StrCat("sink attempt #", a.index, " at ", time_text(a.at), " from node ", a.from,
-                      " key=", a.write.key, " token=", a.write.token,
-                      " attempt=", a.write.attempt, " -> ", absl_sv(to_string(a.outcome)),
+                      " key=", a.write.key, " token=", a.write.token, " attempt=", a.write.attempt,
+                      " -> ", absl_sv(to_string(a.outcome)),
                       a.reply_dropped ? " (reply dropped)" : "");
 }
-
 
 }  // namespace
 
@@ -32,16 +31,14 @@ namespace {
 std::string fact_text(const History& h, const RunFact& f) {
   const Interner& s = h.facts->strings();
   const StoreCommit& c = (*h.commits)[f.commit];
-  return absl::StrCat("store commit #", f.commit, " at ", time_text(c.at), " (store clock ",
-                      us_text(f.store_us), ") by ", (*h.node_names)[f.client], ": run ",
-                      s.name(f.run), " -> ", absl_sv(to_string(f.state)), " attempt=", f.attempt,
-                      " token=", f.token, !s.name(f.owner).empty()
-                                              ? absl::StrCat(" owner=", s.name(f.owner))
-                                              : std::string(),
-                      f.state == RunState::kLeased
-                          ? absl::StrCat(" lease_expiry=", us_text(f.lease_expiry_us))
-                          : std::string(),
-                      c.state == StoreCommit::State::kLost ? " (rolled back by a store crash)" : "");
+  return absl::StrCat(
+      "store commit #", f.commit, " at ", time_text(c.at), " (store clock ", us_text(f.store_us),
+      ") by ", (*h.node_names)[f.client], ": run ", s.name(f.run), " -> ",
+      absl_sv(to_string(f.state)), " attempt=", f.attempt, " token=", f.token,
+      !s.name(f.owner).empty() ? absl::StrCat(" owner=", s.name(f.owner)) : std::string(),
+      f.state == RunState::kLeased ? absl::StrCat(" lease_expiry=", us_text(f.lease_expiry_us))
+                                   : std::string(),
+      c.state == StoreCommit::State::kLost ? " (rolled back by a store crash)" : "");
 }
 
 Replay replay_facts(const History& h) {
@@ -79,8 +76,8 @@ Replay replay_facts(const History& h) {
     r.add(inv, std::move(v));
   };
   while (ri < runs.size() || li < leader_facts.size()) {
-    const bool take_leader =
-        li < leader_facts.size() && (ri >= runs.size() || leader_facts[li].commit <= runs[ri].commit);
+    const bool take_leader = li < leader_facts.size() &&
+                             (ri >= runs.size() || leader_facts[li].commit <= runs[ri].commit);
     if (take_leader) {
       const LeaderFact& f = leader_facts[li++];
       if (lost(h, f.commit)) continue;
@@ -102,8 +99,8 @@ Replay replay_facts(const History& h) {
     const StoreCommit& commit = (*h.commits)[f.commit];
     Replay::Track& t = r.runs[f.run];
     const bool created = !t.exists;
-    const bool grant =
-        f.state == RunState::kLeased && (t.state != RunState::kLeased || f.token != t.token || created);
+    const bool grant = f.state == RunState::kLeased &&
+                       (t.state != RunState::kLeased || f.token != t.token || created);
     if (created) {
       t.exists = true;
       t.job = f.job;
@@ -142,8 +139,8 @@ Replay replay_facts(const History& h) {
       if (f.state == RunState::kReady && f.attempt == 1 && f.token == 0 &&
           (t.token != 0 || (t.state != RunState::kReady && t.state != RunState::kWaiting)))
         run_violation("run-created-once", f,
-                      absl::StrCat("run created again over an existing ", absl_sv(to_string(t.state)),
-                                   " run with token ", t.token));
+                      absl::StrCat("run created again over an existing ",
+                                   absl_sv(to_string(t.state)), " run with token ", t.token));
       else if (f.token < t.token)
         run_violation("run-created-once", f,
                       absl::StrCat("run token went back from ", t.token, " to ", f.token));
@@ -153,7 +150,8 @@ Replay replay_facts(const History& h) {
                                    absl_sv(to_string(f.state))));
       // 5: only a leased run can be completed; a completion that lands after
       // the run was re-queued carries a stale token.
-      if (t.state == RunState::kReady && (f.state == RunState::kSucceeded || f.state == RunState::kFailed))
+      if (t.state == RunState::kReady &&
+          (f.state == RunState::kSucceeded || f.state == RunState::kFailed))
         run_violation("no-stale-token-writes", f,
                       absl::StrCat("run completed as ", absl_sv(to_string(f.state)),
                                    " while it was not leased (its lease had lapsed and it was "
@@ -168,9 +166,9 @@ Replay replay_facts(const History& h) {
       // 4: tokens strictly increase per job.
       std::uint64_t& max = job_tokens[f.job];
       if (f.token <= max)
-        run_violation("tokens-increase", f,
-                      absl::StrCat("granted token ", f.token, " after token ", max,
-                                   " of the same job"));
+        run_violation(
+            "tokens-increase", f,
+            absl::StrCat("granted token ", f.token, " after token ", max, " of the same job"));
       max = std::max(max, f.token);
       // 9: no run starts before its due time by the store's clock.
       if (f.store_us < f.due_us)
@@ -184,10 +182,10 @@ Replay replay_facts(const History& h) {
       // 6: nothing starts after an acknowledged cancel.
       auto c = cancels.find({f.job, f.incarnation});
       if (c != cancels.end() && commit.at > c->second)
-        run_violation("cancel-stops-runs", f,
-                      absl::StrCat(created ? "run created" : "run granted", " at ",
-                                   time_text(commit.at), ", after the cancel was acknowledged at ",
-                                   time_text(c->second)));
+        run_violation(
+            "cancel-stops-runs", f,
+            absl::StrCat(created ? "run created" : "run granted", " at ", time_text(commit.at),
+                         ", after the cancel was acknowledged at ", time_text(c->second)));
     }
     if (is_terminal(f.state) && !t.terminal_at) t.terminal_at = commit.at;
     t.state = f.state;
@@ -259,7 +257,9 @@ class OneEffectPerKey final : public Invariant {
       if (!a.applied) continue;
       auto [it, fresh] = first.emplace(a.write.key, &a);
       if (!fresh && out.size() < kMaxPerInvariant)
-        out.push_back({std::string(name()), a.write.job_id, a.write.key,
+        out.push_back({std::string(name()),
+                       a.write.job_id,
+                       a.write.key,
                        absl::StrCat("key ", a.write.key, " has two accepted effects"),
                        {attempt_text(*it->second), attempt_text(a)}});
     }
@@ -279,9 +279,12 @@ class OneValidAttemptPerToken final : public Invariant {
     std::size_t reported = 0;
     for (const auto& a : *h.sink) {
       if (a.outcome != SinkOutcome::kAccepted && a.outcome != SinkOutcome::kDuplicate) continue;
-      auto [it, fresh] = seen.emplace(std::make_pair(std::string_view(a.write.key), a.write.token), &a);
+      auto [it, fresh] =
+          seen.emplace(std::make_pair(std::string_view(a.write.key), a.write.token), &a);
       if (!fresh && ++reported <= kMaxPerInvariant)
-        out.push_back({std::string(name()), a.write.job_id, a.write.key,
+        out.push_back({std::string(name()),
+                       a.write.job_id,
+                       a.write.key,
                        absl::StrCat("two token-valid attempts with token ", a.write.token,
                                     " for key ", a.write.key, ": one grant executed twice"),
                        {attempt_text(*it->second), attempt_text(a)}});
@@ -301,7 +304,9 @@ class AckedCommitsDurable final : public Invariant {
   void check(const History& h, const Replay&, std::vector<Violation>& out) const override {
     for (const auto& c : *h.commits) {
       if (c.acked && c.state == StoreCommit::State::kLost && out.size() < kMaxPerInvariant)
-        out.push_back({std::string(name()), "", "",
+        out.push_back({std::string(name()),
+                       "",
+                       "",
                        absl::StrCat("commit #", c.index, " of request ", c.request, " from node ",
                                     c.client, " was acknowledged and then lost"),
                        {}});
@@ -312,8 +317,12 @@ class AckedCommitsDurable final : public Invariant {
       if (c.state == StoreCommit::State::kLost) continue;
       for (const auto& op : c.ops) {
         switch (op.kind) {
-          case WriteOp::Kind::kPut: replay.insert_or_assign(op.key, op.value); break;
-          case WriteOp::Kind::kErase: replay.erase(op.key); break;
+          case WriteOp::Kind::kPut:
+            replay.insert_or_assign(op.key, op.value);
+            break;
+          case WriteOp::Kind::kErase:
+            replay.erase(op.key);
+            break;
           case WriteOp::Kind::kEraseRange: {
             auto it = replay.lower_bound(op.key);
             while (it != replay.end() && (op.value.empty() || it->first < op.value))
@@ -324,10 +333,12 @@ class AckedCommitsDurable final : public Invariant {
       }
     }
     if (replay != *h.final_store)
-      out.push_back({std::string(name()), "", "",
+      out.push_back({std::string(name()),
+                     "",
+                     "",
                      absl::StrCat("replaying the ", h.commits->size(),
-                                  " recorded commits does not reproduce the store (",
-                                  replay.size(), " keys vs ", h.final_store->size(), ")"),
+                                  " recorded commits does not reproduce the store (", replay.size(),
+                                  " keys vs ", h.final_store->size(), ")"),
                      {}});
   }
 };
@@ -358,7 +369,8 @@ class OccurrencesComplete final : public Invariant {
         ledger[{l.job, l.incarnation}].push_back(&l);
     auto track = [&](const std::string& key) -> const Replay::Track* {
       const std::uint32_t id = names.find(key);
-      return id == Interner::kNone || id >= r.runs.size() || !r.runs[id].exists ? nullptr : &r.runs[id];
+      return id == Interner::kNone || id >= r.runs.size() || !r.runs[id].exists ? nullptr
+                                                                                : &r.runs[id];
     };
     for (const auto& o : *h.expected) {
       std::string key = idempotency_key(RunId{o.job, o.incarnation, o.nominal});
@@ -390,8 +402,9 @@ class OccurrencesComplete final : public Invariant {
     for (std::uint32_t id = 0; id < r.runs.size(); ++id) {
       const Replay::Track& t = r.runs[id];
       if (!t.exists || t.due_us > until_us || is_terminal(t.state)) continue;
-      report(names.name(t.job), names.name(id),
-             absl::StrCat("run due ", us_text(t.due_us), " is still ", absl_sv(to_string(t.state))));
+      report(
+          names.name(t.job), names.name(id),
+          absl::StrCat("run due ", us_text(t.due_us), " is still ", absl_sv(to_string(t.state))));
     }
   }
 };
@@ -416,10 +429,12 @@ class EffectPerSuccess final : public Invariant {
       auto it = effects.find(names.name(id));
       const int n = it == effects.end() ? 0 : it->second;
       if (n == 1 || ++reported > kMaxPerInvariant) continue;
-      out.push_back({std::string(name()), names.name(t.job), names.name(id),
-                     absl::StrCat("run succeeded (token ", t.token, ") with ", n,
-                                  " accepted sink effects"),
-                     {}});
+      out.push_back(
+          {std::string(name()),
+           names.name(t.job),
+           names.name(id),
+           absl::StrCat("run succeeded (token ", t.token, ") with ", n, " accepted sink effects"),
+           {}});
     }
   }
 };
@@ -442,7 +457,8 @@ class Timeliness final : public Invariant {
     std::size_t reported = 0;
     auto report = [&](const Replay::Track& t, std::string_view key, std::string detail) {
       if (++reported > kMaxPerInvariant) return;
-      out.push_back({std::string(name()), names.name(t.job), std::string(key), std::move(detail), {}});
+      out.push_back(
+          {std::string(name()), names.name(t.job), std::string(key), std::move(detail), {}});
     };
     // Per-job completion bounds (retries, overlap queue) from the client's
     // view of each job; jobs it never saw use the scenario's bound.
@@ -487,8 +503,8 @@ class Timeliness final : public Invariant {
       if (!t.terminal_at || *t.terminal_at > deadline)
         report(t, key,
                absl::StrCat("occurrence due ", time_text(due), " not finished by ",
-                            time_text(deadline), " (last fault healed ", time_text(ref),
-                            ", bound ", absl::FormatDuration(done), ")",
+                            time_text(deadline), " (last fault healed ", time_text(ref), ", bound ",
+                            absl::FormatDuration(done), ")",
                             t.terminal_at ? absl::StrCat("; finished ", time_text(*t.terminal_at))
                                           : std::string("; never finished")));
     }
@@ -534,20 +550,25 @@ Checker Checker::with_defaults() {
       "not-before-due", "(9) no run is dispatched or granted before its due time (store clock)"));
   // Issue 6's policy invariants (sim/oracle/policy_checks.cc).
   c.add(std::make_unique<ReplayInvariant>(
-      "ledger-one-outcome", "(P1) every occurrence that became due has exactly one ledger outcome"));
+      "ledger-one-outcome",
+      "(P1) every occurrence that became due has exactly one ledger outcome"));
   c.add(std::make_unique<ReplayInvariant>(
       "attempts-bounded", "(P2) no run is granted more often than its job's max_attempts"));
   c.add(std::make_unique<ReplayInvariant>(
-      "retry-backoff", "(P3) a failed attempt's retry becomes ready within [lower bound, base] of its backoff"));
+      "retry-backoff",
+      "(P3) a failed attempt's retry becomes ready within [lower bound, base] of its backoff"));
   c.add(std::make_unique<ReplayInvariant>(
-      "overlap-respected", "(P4) a job's unfinished runs never exceed what its overlap policy allows"));
+      "overlap-respected",
+      "(P4) a job's unfinished runs never exceed what its overlap policy allows"));
   c.add(std::make_unique<ReplayInvariant>(
       "catch-up-bounded",
       "(P5) catch-up keeps at most catch_up_max of a backlog and starts one late run per spacing"));
   c.add(std::make_unique<ReplayInvariant>(
-      "misfire-threshold", "(P6) on-time, late and misfire outcomes match the threshold and the policy"));
+      "misfire-threshold",
+      "(P6) on-time, late and misfire outcomes match the threshold and the policy"));
   c.add(std::make_unique<ReplayInvariant>(
-      "priority-order", "(P7) a claim serves a shard's due runs starved-first, then by priority, FIFO"));
+      "priority-order",
+      "(P7) a claim serves a shard's due runs starved-first, then by priority, FIFO"));
   return c;
 }
 

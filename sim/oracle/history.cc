@@ -22,9 +22,12 @@ std::uint32_t Interner::find(std::string_view s) const {
 
 std::string_view to_string(WriteFact::Kind kind) {
   switch (kind) {
-    case WriteFact::Kind::kCompleted: return "run.completed";
-    case WriteFact::Kind::kRenewed: return "run.renewed";
-    case WriteFact::Kind::kReleased: return "run.released";
+    case WriteFact::Kind::kCompleted:
+      return "run.completed";
+    case WriteFact::Kind::kRenewed:
+      return "run.renewed";
+    case WriteFact::Kind::kReleased:
+      return "run.released";
   }
   return "?";
 }
@@ -49,10 +52,14 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     return;
   }
   WriteFact w;
-  if (e.kind == "run.completed") w.kind = WriteFact::Kind::kCompleted;
-  else if (e.kind == "run.renewed") w.kind = WriteFact::Kind::kRenewed;
-  else if (e.kind == "run.released") w.kind = WriteFact::Kind::kReleased;
-  else return;
+  if (e.kind == "run.completed")
+    w.kind = WriteFact::Kind::kCompleted;
+  else if (e.kind == "run.renewed")
+    w.kind = WriteFact::Kind::kRenewed;
+  else if (e.kind == "run.released")
+    w.kind = WriteFact::Kind::kReleased;
+  else
+    return;
   const auto* job = e.find("job");
   const auto* inc = e.find("incarnation");
   const auto* nominal = e.find("nominal");
@@ -89,7 +96,8 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       f.token = run->token;
       f.store_us = store_us;
       f.due_us = absl::ToUnixMicros(run->due_at);
-      f.lease_expiry_us = run->state == RunState::kLeased ? absl::ToUnixMicros(run->lease_expiry) : 0;
+      f.lease_expiry_us =
+          run->state == RunState::kLeased ? absl::ToUnixMicros(run->lease_expiry) : 0;
       f.ready_us = absl::ToUnixMicros(run->ready_at);
       f.priority = static_cast<std::int8_t>(run->priority);
       f.manual = run->kind == RunKind::kManual;
@@ -100,7 +108,8 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       KAIROS_CHECK(r.tag().ok());
       auto job = r.str();
       auto rec = decode_ledger(op.value);
-      KAIROS_CHECK_MSG(job.ok() && rec.ok(), "the store holds a ledger record Kairos did not write");
+      KAIROS_CHECK_MSG(job.ok() && rec.ok(),
+                       "the store holds a ledger record Kairos did not write");
       LedgerFact l;
       l.commit = commit.index;
       l.job = strings_.id(*job);
@@ -117,7 +126,8 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       KAIROS_CHECK(r.tag().ok());
       auto shard = r.u32();
       auto rec = decode_leader(op.value);
-      KAIROS_CHECK_MSG(shard.ok() && rec.ok(), "the store holds a leader record Kairos did not write");
+      KAIROS_CHECK_MSG(shard.ok() && rec.ok(),
+                       "the store holds a leader record Kairos did not write");
       LeaderFact f;
       f.commit = commit.index;
       f.shard = *shard;

@@ -24,9 +24,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "core/kernel/records.h"
 #include "core/ports/event_log.h"
 #include "core/twins/memory_storage.h"
-#include "core/kernel/records.h"
 #include "sim/world/sink.h"
 #include "sim/world/store_service.h"
 #include "sim/world/world.h"
@@ -50,23 +50,23 @@ class Interner {
 
 // One write of a run record.
 struct RunFact {
-  std::uint64_t commit = 0;      // StoreCommit::index
-  std::uint32_t run = 0;         // interned idempotency key
-  std::uint32_t job = 0;         // interned job id
-  std::uint32_t owner = 0;       // interned worker id ("" when none)
-  NodeId client = kWorldNode;    // the node whose transaction wrote it
+  std::uint64_t commit = 0;    // StoreCommit::index
+  std::uint32_t run = 0;       // interned idempotency key
+  std::uint32_t job = 0;       // interned job id
+  std::uint32_t owner = 0;     // interned worker id ("" when none)
+  NodeId client = kWorldNode;  // the node whose transaction wrote it
   RunState state = RunState::kReady;
   std::uint32_t shard = 0;
   std::uint32_t attempt = 0;
   std::uint64_t incarnation = 0;
   std::uint64_t token = 0;
-  std::int64_t store_us = 0;     // Txn::now() of the commit
+  std::int64_t store_us = 0;  // Txn::now() of the commit
   std::int64_t due_us = 0;
   std::int64_t lease_expiry_us = 0;
   // Issue 6: what the policy invariants read.
   std::int64_t ready_us = 0;  // RunRecord::ready_at (claimable from; retries: end of backoff)
   std::int8_t priority = 0;
-  bool manual = false;        // RunKind::kManual
+  bool manual = false;                         // RunKind::kManual
   AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
 };
 
@@ -90,7 +90,7 @@ struct WriteFact {
   std::uint32_t worker = 0;  // interned
   std::uint32_t run = 0;     // interned idempotency key
   std::uint64_t token = 0;
-  absl::Time at;             // true time it was recorded
+  absl::Time at;  // true time it was recorded
 };
 std::string_view to_string(WriteFact::Kind kind);
 
@@ -102,7 +102,7 @@ std::string_view to_string(WriteFact::Kind kind);
 struct LedgerFact {
   static constexpr std::uint64_t kFromEvent = ~std::uint64_t{0};
   std::uint64_t commit = kFromEvent;  // the writing commit, for key facts
-  std::uint32_t job = 0;  // interned
+  std::uint32_t job = 0;              // interned
   std::uint64_t incarnation = 0;
   absl::Time from, through;
   std::uint32_t outcome = 0;  // interned
@@ -137,7 +137,7 @@ class FactRecorder {
 struct NodeEvent {
   absl::Time at;  // true time
   NodeId node = kWorldNode;
-  Event event;    // event.at is the node's clock
+  Event event;  // event.at is the node's clock
 };
 
 // An occurrence the workload's schedule says must fire.

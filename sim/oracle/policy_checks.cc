@@ -32,18 +32,24 @@ std::string dur(std::int64_t us) { return absl::FormatDuration(absl::Microsecond
 
 const char* overlap_name(OverlapPolicy o) {
   switch (o) {
-    case OverlapPolicy::kSkip: return "skip";
-    case OverlapPolicy::kQueue: return "queue";
-    case OverlapPolicy::kAllow: return "allow";
+    case OverlapPolicy::kSkip:
+      return "skip";
+    case OverlapPolicy::kQueue:
+      return "queue";
+    case OverlapPolicy::kAllow:
+      return "allow";
   }
   return "?";
 }
 
 const char* misfire_name(MisfirePolicy m) {
   switch (m) {
-    case MisfirePolicy::kRunOnce: return "run-once";
-    case MisfirePolicy::kCatchUp: return "catch-up";
-    case MisfirePolicy::kSkip: return "skip";
+    case MisfirePolicy::kRunOnce:
+      return "run-once";
+    case MisfirePolicy::kCatchUp:
+      return "catch-up";
+    case MisfirePolicy::kSkip:
+      return "skip";
   }
   return "?";
 }
@@ -154,19 +160,26 @@ class PolicyChecks {
     const JobPolicy& p = cj->policy;
     bool ok = true;
     switch (p.overlap) {
-      case OverlapPolicy::kSkip: ok = o.active + o.waiting <= 1; break;
-      case OverlapPolicy::kQueue: ok = o.active <= 1 && o.waiting <= 1; break;
-      case OverlapPolicy::kAllow: ok = o.active <= p.max_concurrent && o.waiting == 0; break;
+      case OverlapPolicy::kSkip:
+        ok = o.active + o.waiting <= 1;
+        break;
+      case OverlapPolicy::kQueue:
+        ok = o.active <= 1 && o.waiting <= 1;
+        break;
+      case OverlapPolicy::kAllow:
+        ok = o.active <= p.max_concurrent && o.waiting == 0;
+        break;
     }
     if (ok || !reported_overlap_.insert(k).second) return;
     report("overlap-respected", k.first, "",
-           absl::StrCat("after store commit #", commit, " (store time ", us_text(t), ") incarnation ",
-                        k.second, " has ", o.active, " active and ", o.waiting,
+           absl::StrCat("after store commit #", commit, " (store time ", us_text(t),
+                        ") incarnation ", k.second, " has ", o.active, " active and ", o.waiting,
                         " waiting unfinished runs; overlap ", overlap_name(p.overlap),
                         p.overlap == OverlapPolicy::kAllow
                             ? absl::StrCat(" allows ", p.max_concurrent, " active, none waiting")
-                        : p.overlap == OverlapPolicy::kQueue ? std::string(" allows 1 active and 1 waiting")
-                                                             : std::string(" allows 1 unfinished")));
+                        : p.overlap == OverlapPolicy::kQueue
+                            ? std::string(" allows 1 active and 1 waiting")
+                            : std::string(" allows 1 unfinished")));
   }
 
   void check_runs() {
@@ -185,14 +198,16 @@ class PolicyChecks {
       for (std::size_t k = i; k < e; ++k) {
         const RunFact& f = facts[k];
         const Run& before = runs_[f.run];
-        const bool grant = f.state == RunState::kLeased &&
-                           (!before.exists || before.state != RunState::kLeased || before.token != f.token);
+        const bool grant =
+            f.state == RunState::kLeased &&
+            (!before.exists || before.state != RunState::kLeased || before.token != f.token);
         if (!grant) continue;
         const ClientJob* cj = job({f.job, f.incarnation});
         if (cj != nullptr && f.attempt > cj->policy.max_attempts)
-          report("attempts-bounded", f.job, names_.name(f.run),
-                 absl::StrCat("attempt ", f.attempt, " granted (token ", f.token, ", store commit #",
-                              f.commit, "); the job allows ", cj->policy.max_attempts));
+          report(
+              "attempts-bounded", f.job, names_.name(f.run),
+              absl::StrCat("attempt ", f.attempt, " granted (token ", f.token, ", store commit #",
+                           f.commit, "); the job allows ", cj->policy.max_attempts));
         if (before.exists && before.state == RunState::kReady) check_claim_order(f, before, t);
       }
       std::set<JobKey> touched;
@@ -202,8 +217,10 @@ class PolicyChecks {
         const JobKey jk{f.job, f.incarnation};
         const ClientJob* cj = job(jk);
         // A retryable failure or timeout re-queues the run after its backoff.
-        if (cj != nullptr && run.exists && run.state == RunState::kLeased && f.state == RunState::kReady &&
-            (f.last_end == AttemptEnd::kFailed || f.last_end == AttemptEnd::kTimedOut) && f.attempt >= 2) {
+        if (cj != nullptr && run.exists && run.state == RunState::kLeased &&
+            f.state == RunState::kReady &&
+            (f.last_end == AttemptEnd::kFailed || f.last_end == AttemptEnd::kTimedOut) &&
+            f.attempt >= 2) {
           const std::uint32_t failed = f.attempt - 1;
           const std::int64_t delay = f.ready_us - t;
           const std::int64_t lo = absl::ToInt64Microseconds(retry_lower_bound(cj->policy, failed));
@@ -211,16 +228,19 @@ class PolicyChecks {
           if (delay < lo || delay > hi)
             report("retry-backoff", f.job, names_.name(f.run),
                    absl::StrCat("attempt ", failed, " failed at store time ", us_text(t),
-                                "; the retry is ready after ", dur(delay), ", outside [", dur(lo), ", ",
-                                dur(hi), "] (initial ", absl::FormatDuration(cj->policy.retry_initial),
-                                ", x", cj->policy.retry_multiplier_percent, "%, max ",
+                                "; the retry is ready after ", dur(delay), ", outside [", dur(lo),
+                                ", ", dur(hi), "] (initial ",
+                                absl::FormatDuration(cj->policy.retry_initial), ", x",
+                                cj->policy.retry_multiplier_percent, "%, max ",
                                 absl::FormatDuration(cj->policy.retry_max), ", jitter ",
                                 cj->policy.retry_jitter_percent, "%)"));
         }
         auto count = [&](RunState s, int delta) {
           Open& o = open_[jk];
-          if (s == RunState::kReady || s == RunState::kLeased) o.active += delta;
-          else if (s == RunState::kWaiting) o.waiting += delta;
+          if (s == RunState::kReady || s == RunState::kLeased)
+            o.active += delta;
+          else if (s == RunState::kWaiting)
+            o.waiting += delta;
         };
         if (run.exists) count(run.state, -1);
         count(f.state, +1);
@@ -245,7 +265,9 @@ class PolicyChecks {
     const LedgerFact* last = nullptr;   // the latest (e.g. fired -> cancelled)
   };
 
-  bool is(const LedgerFact& l, std::string_view outcome) const { return names_.name(l.outcome) == outcome; }
+  bool is(const LedgerFact& l, std::string_view outcome) const {
+    return names_.name(l.outcome) == outcome;
+  }
 
   std::int64_t lateness_us(const LedgerFact& l, const ClientJob& cj) const {
     const absl::Time from = std::max(l.fire_at, cj.created_at);
@@ -270,14 +292,16 @@ class PolicyChecks {
     // occurrence the client's schedule makes certain is covered.
     std::map<JobKey, std::vector<const LedgerFact*>> by_job;
     for (const auto& [key, rec] : records)
-      if (!is(*rec.last, "manual")) by_job[{rec.last->job, rec.last->incarnation}].push_back(rec.last);
+      if (!is(*rec.last, "manual"))
+        by_job[{rec.last->job, rec.last->incarnation}].push_back(rec.last);
     for (const auto& [k, list] : by_job) {  // sorted by first nominal (map order)
       for (std::size_t i = 1; i < list.size(); ++i) {
         if (list[i]->from > list[i - 1]->through) continue;
         report("ledger-one-outcome", k.first, "",
-               absl::StrCat("occurrence ", time_text(list[i]->from), " has two ledger records: ",
-                            names_.name(list[i - 1]->outcome), " ", time_text(list[i - 1]->from), "..",
-                            time_text(list[i - 1]->through), " (commit #", list[i - 1]->commit, ") and ",
+               absl::StrCat("occurrence ", time_text(list[i]->from),
+                            " has two ledger records: ", names_.name(list[i - 1]->outcome), " ",
+                            time_text(list[i - 1]->from), "..", time_text(list[i - 1]->through),
+                            " (commit #", list[i - 1]->commit, ") and ",
                             names_.name(list[i]->outcome), " ", time_text(list[i]->from), "..",
                             time_text(list[i]->through), " (commit #", list[i]->commit, ")"));
         break;
@@ -289,8 +313,9 @@ class PolicyChecks {
         bool covered = false;
         if (it != by_job.end()) {
           const auto& list = it->second;
-          auto after = std::upper_bound(list.begin(), list.end(), o->nominal,
-                                        [](absl::Time t, const LedgerFact* l) { return t < l->from; });
+          auto after =
+              std::upper_bound(list.begin(), list.end(), o->nominal,
+                               [](absl::Time t, const LedgerFact* l) { return t < l->from; });
           covered = after != list.begin() && o->nominal <= (*(after - 1))->through;
         }
         if (covered) continue;
@@ -311,8 +336,8 @@ class PolicyChecks {
     for (std::size_t i = 0; i < firsts.size();) {
       // The records one commit wrote for one job form one decision.
       std::size_t e = i;
-      while (e < firsts.size() && firsts[e]->commit == firsts[i]->commit && firsts[e]->job == firsts[i]->job &&
-             firsts[e]->incarnation == firsts[i]->incarnation)
+      while (e < firsts.size() && firsts[e]->commit == firsts[i]->commit &&
+             firsts[e]->job == firsts[i]->job && firsts[e]->incarnation == firsts[i]->incarnation)
         ++e;
       const JobKey k{firsts[i]->job, firsts[i]->incarnation};
       for (std::size_t j = i; j < e; ++j) covered[k][firsts[j]->from] = firsts[j]->through;
@@ -329,17 +354,19 @@ class PolicyChecks {
         if (is(l, "manual") || is(l, "cancelled")) continue;
         if (earliest == nullptr || l.from < earliest->from) earliest = &l;
         const std::int64_t late = lateness_us(l, *cj);
-        const std::string what = absl::StrCat("ledger record ", names_.name(l.outcome), " ",
-                                              time_text(l.from), " (fire ", time_text(l.fire_at),
-                                              ", store commit #", l.commit, ")");
+        const std::string what =
+            absl::StrCat("ledger record ", names_.name(l.outcome), " ", time_text(l.from),
+                         " (fire ", time_text(l.fire_at), ", store commit #", l.commit, ")");
         if ((is(l, "fired") || is(l, "moved_dst")) && late > threshold)
           report("misfire-threshold", l.job, "",
-                 absl::StrCat(what, " decided ", dur(late), " after its fire time: past the threshold ",
-                              dur(threshold), ", so not on time"));
+                 absl::StrCat(what, " decided ", dur(late),
+                              " after its fire time: past the threshold ", dur(threshold),
+                              ", so not on time"));
         if (is(l, "late") && late <= threshold)
           report("misfire-threshold", l.job, "",
-                 absl::StrCat(what, " decided ", dur(late), " after its fire time: within the threshold ",
-                              dur(threshold), ", so not late"));
+                 absl::StrCat(what, " decided ", dur(late),
+                              " after its fire time: within the threshold ", dur(threshold),
+                              ", so not late"));
         const bool wrong_policy =
             (p.misfire == MisfirePolicy::kSkip && (is(l, "late") || is(l, "coalesced"))) ||
             (p.misfire == MisfirePolicy::kCatchUp && is(l, "coalesced")) ||
@@ -361,14 +388,15 @@ class PolicyChecks {
               r_.controlled.count(k.first) == 0)
             report("catch-up-bounded", l.job, "",
                    absl::StrCat(what, ": a late run only ", dur(l.store_us - prev->second),
-                                " after the previous one (spacing ", absl::FormatDuration(p.catch_up_spacing),
-                                ")"));
+                                " after the previous one (spacing ",
+                                absl::FormatDuration(p.catch_up_spacing), ")"));
           last_late_us[k] = l.store_us;
         }
       }
       // Bound: after a catch-up decision about a misfired occurrence, at most
       // catch_up_max due occurrences remain undecided (the kept backlog).
-      if (p.misfire == MisfirePolicy::kCatchUp && earliest != nullptr && lateness_us(*earliest, *cj) > threshold) {
+      if (p.misfire == MisfirePolicy::kCatchUp && earliest != nullptr &&
+          lateness_us(*earliest, *cj) > threshold) {
         const std::int64_t t = earliest->store_us;
         std::uint64_t undecided = 0;
         auto occ = expected_.find(k);
@@ -382,8 +410,8 @@ class PolicyChecks {
           }
         if (undecided > p.catch_up_max && undecided <= 2000)
           report("catch-up-bounded", k.first, "",
-                 absl::StrCat("after the catch-up decision at store time ", us_text(t), " (commit #",
-                              earliest->commit, ") ", undecided,
+                 absl::StrCat("after the catch-up decision at store time ", us_text(t),
+                              " (commit #", earliest->commit, ") ", undecided,
                               " due occurrences remain to run; the bound is ", p.catch_up_max));
       }
       i = e;
@@ -402,7 +430,7 @@ class PolicyChecks {
   };
   std::map<JobKey, Open> open_;
   std::set<JobKey> reported_overlap_;
-  std::map<std::uint32_t, Queue> ready_all_;                         // by shard
+  std::map<std::uint32_t, Queue> ready_all_;                           // by shard
   std::map<std::pair<std::uint32_t, std::int8_t>, Queue> ready_band_;  // by (shard, priority)
 };
 

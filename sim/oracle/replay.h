@@ -40,12 +40,12 @@ struct Replay {
     std::int64_t due_us = 0;
     std::uint32_t job = 0;
     std::uint64_t incarnation = 0;
-    std::int64_t offset_us = 0;       // true - store time at its creation commit
-    std::int64_t first_grant_us = -1;  // store time
+    std::int64_t offset_us = 0;             // true - store time at its creation commit
+    std::int64_t first_grant_us = -1;       // store time
     std::optional<absl::Time> terminal_at;  // true time of the terminal commit
-    std::int64_t created_ready_us = 0;  // ready_at when created (catch-up spacing, queue)
-    std::int64_t created_us = 0;        // store time of the creating commit
-    bool created_waiting = false;       // created kWaiting (overlap queue)
+    std::int64_t created_ready_us = 0;      // ready_at when created (catch-up spacing, queue)
+    std::int64_t created_us = 0;            // store time of the creating commit
+    bool created_waiting = false;           // created kWaiting (overlap queue)
   };
   std::vector<Track> runs;  // by interned run key (ids are dense and deterministic)
   // (job, token) -> workers granted that token.

@@ -23,13 +23,20 @@ struct FaultName {
   std::string_view name;
 };
 constexpr FaultName kFaultNames[] = {
-    {FaultKind::kPause, "pause"},           {FaultKind::kCrash, "crash"},
-    {FaultKind::kCrashAt, "crash-at"},      {FaultKind::kPartition, "partition"},
-    {FaultKind::kOneWay, "one-way"},        {FaultKind::kIsolate, "isolate"},
-    {FaultKind::kSwizzle, "swizzle"},       {FaultKind::kNet, "net"},
-    {FaultKind::kStoreOutage, "store-outage"}, {FaultKind::kStoreSlow, "store-slow"},
-    {FaultKind::kStoreCrash, "store-crash"}, {FaultKind::kClockJump, "clock-jump"},
-    {FaultKind::kClockDrift, "clock-drift"}, {FaultKind::kSinkFaults, "sink-faults"},
+    {FaultKind::kPause, "pause"},
+    {FaultKind::kCrash, "crash"},
+    {FaultKind::kCrashAt, "crash-at"},
+    {FaultKind::kPartition, "partition"},
+    {FaultKind::kOneWay, "one-way"},
+    {FaultKind::kIsolate, "isolate"},
+    {FaultKind::kSwizzle, "swizzle"},
+    {FaultKind::kNet, "net"},
+    {FaultKind::kStoreOutage, "store-outage"},
+    {FaultKind::kStoreSlow, "store-slow"},
+    {FaultKind::kStoreCrash, "store-crash"},
+    {FaultKind::kClockJump, "clock-jump"},
+    {FaultKind::kClockDrift, "clock-drift"},
+    {FaultKind::kSinkFaults, "sink-faults"},
     {FaultKind::kFleetRestart, "fleet-restart"},
 };
 
@@ -44,7 +51,8 @@ class Parser {
   Parser(std::string_view filename) : filename_(filename) {}
 
   absl::Status error(int line, std::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrCat(absl_sv(filename_), ":", line, ": ", absl_sv(what)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl_sv(filename_), ":", line, ": ", absl_sv(what)));
   }
 
   absl::StatusOr<Line> split(int number, std::string_view text) const {
@@ -54,7 +62,10 @@ class Parser {
     for (std::size_t i = 0; i < text.size(); ++i) {
       const char c = text[i];
       if (quoted) {
-        if (c == '"') quoted = false; else cur.push_back(c);
+        if (c == '"')
+          quoted = false;
+        else
+          cur.push_back(c);
         continue;
       }
       if (c == '#') break;
@@ -63,7 +74,10 @@ class Parser {
         continue;
       }
       in_word = true;
-      if (c == '"') quoted = true; else cur.push_back(c);
+      if (c == '"')
+        quoted = true;
+      else
+        cur.push_back(c);
     }
     if (quoted) return error(number, "unterminated double quote");
     if (in_word) line.words.push_back(std::move(cur));
@@ -119,7 +133,8 @@ class Attrs {
     if (!v || !status_.ok()) return;
     const auto dots = v->find("..");
     if (dots == std::string::npos) {
-      status_ = err(absl::StrCat(key, ": expected a range <duration>..<duration>, got \"", *v, "\""));
+      status_ =
+          err(absl::StrCat(key, ": expected a range <duration>..<duration>, got \"", *v, "\""));
       return;
     }
     auto a = parse_duration(std::string_view(*v).substr(0, dots));
@@ -141,7 +156,8 @@ class Attrs {
     if (!v || !status_.ok()) return;
     std::int64_t n;
     if (!absl::SimpleAtoi(*v, &n) || n < lo || n > hi) {
-      status_ = err(absl::StrCat(key, ": expected ", what, " ", lo, "..", hi, ", got \"", *v, "\""));
+      status_ =
+          err(absl::StrCat(key, ": expected ", what, " ", lo, "..", hi, ", got \"", *v, "\""));
       return;
     }
     *out = static_cast<T>(n);
@@ -152,9 +168,12 @@ class Attrs {
   void boolean(const char* key, bool* out) {
     auto* v = take(key);
     if (!v || !status_.ok()) return;
-    if (*v == "yes") *out = true;
-    else if (*v == "no") *out = false;
-    else status_ = err(absl::StrCat(key, ": expected yes or no, got \"", *v, "\""));
+    if (*v == "yes")
+      *out = true;
+    else if (*v == "no")
+      *out = false;
+    else
+      status_ = err(absl::StrCat(key, ": expected yes or no, got \"", *v, "\""));
   }
   template <typename T>
   void opt_num(const char* key, std::optional<T>* out, std::int64_t lo, std::int64_t hi,
@@ -183,21 +202,22 @@ class Attrs {
       }
       words.emplace_back(name);
     }
-    status_ = err(absl::StrCat(key, ": expected ", absl::StrJoin(words, ", "), "; got \"", *v, "\""));
+    status_ =
+        err(absl::StrCat(key, ": expected ", absl::StrJoin(words, ", "), "; got \"", *v, "\""));
   }
   // An integer "N" (lo = hi = N) or an integer range "LO..HI", within [min, max].
-  void int_range(const char* key, std::int32_t* lo, std::int32_t* hi, std::int32_t min, std::int32_t max,
-                 const char* what) {
+  void int_range(const char* key, std::int32_t* lo, std::int32_t* hi, std::int32_t min,
+                 std::int32_t max, const char* what) {
     auto* v = take(key);
     if (!v || !status_.ok()) return;
     const auto dots = v->find("..");
     std::int32_t a = 0, b = 0;
-    const bool ok = dots == std::string::npos
-                        ? absl::SimpleAtoi(*v, &a) && (b = a, true)
-                        : absl::SimpleAtoi(v->substr(0, dots), &a) && absl::SimpleAtoi(v->substr(dots + 2), &b);
+    const bool ok = dots == std::string::npos ? absl::SimpleAtoi(*v, &a) && (b = a, true)
+                                              : absl::SimpleAtoi(v->substr(0, dots), &a) &&
+                                                    absl::SimpleAtoi(v->substr(dots + 2), &b);
     if (!ok || a < min || b > max || a > b) {
-      status_ = err(absl::StrCat(key, ": expected ", what, " ", min, "..", max, " or a range LO..HI of them, got \"",
-                                 *v, "\""));
+      status_ = err(absl::StrCat(key, ": expected ", what, " ", min, "..", max,
+                                 " or a range LO..HI of them, got \"", *v, "\""));
       return;
     }
     *lo = a;
@@ -256,9 +276,13 @@ std::string quote(std::string_view s) {
 }
 
 constexpr std::pair<std::string_view, MisfirePolicy> kMisfireNames[] = {
-    {"run-once", MisfirePolicy::kRunOnce}, {"catch-up", MisfirePolicy::kCatchUp}, {"skip", MisfirePolicy::kSkip}};
+    {"run-once", MisfirePolicy::kRunOnce},
+    {"catch-up", MisfirePolicy::kCatchUp},
+    {"skip", MisfirePolicy::kSkip}};
 constexpr std::pair<std::string_view, OverlapPolicy> kOverlapNames[] = {
-    {"skip", OverlapPolicy::kSkip}, {"queue", OverlapPolicy::kQueue}, {"allow", OverlapPolicy::kAllow}};
+    {"skip", OverlapPolicy::kSkip},
+    {"queue", OverlapPolicy::kQueue},
+    {"allow", OverlapPolicy::kAllow}};
 
 template <typename T, std::size_t N>
 std::string_view name_of(T value, const std::pair<std::string_view, T> (&names)[N]) {
@@ -278,7 +302,8 @@ absl::Status parse_job_attrs(Attrs& a, JobSpec& j) {
   a.dur("catch-up-spacing", &p.catch_up_spacing);
   a.choice("overlap", &p.overlap, kOverlapNames);
   a.num("max-concurrent", &p.max_concurrent, 1, 100, "a count");
-  a.int_range("priority", &j.priority_min, &j.priority_max, kMinPriority, kMaxPriority, "a priority");
+  a.int_range("priority", &j.priority_min, &j.priority_max, kMinPriority, kMaxPriority,
+              "a priority");
   a.opt_num("attempts", &j.max_attempts, 1, 100, "a count");
   a.range("retry", &p.retry_initial, &p.retry_max);
   a.num("retry-multiplier", &p.retry_multiplier_percent, 100, 1000, "a percentage");
@@ -297,7 +322,8 @@ absl::Status parse_job_attrs(Attrs& a, JobSpec& j) {
     return a.err(absl::StrCat("catch-up-spacing: expected a duration 0s..24h, got ",
                               format_duration(p.catch_up_spacing)));
   if (j.timeout && (*j.timeout <= absl::ZeroDuration() || *j.timeout > absl::Hours(24 * 7)))
-    return a.err(absl::StrCat("timeout: expected a duration in (0s, 7d], got ", format_duration(*j.timeout)));
+    return a.err(absl::StrCat("timeout: expected a duration in (0s, 7d], got ",
+                              format_duration(*j.timeout)));
   if (j.run.fail_permille && j.run.permanent_fail_permille &&
       *j.run.fail_permille + *j.run.permanent_fail_permille > 1000)
     return a.err("fail, permanent-fail: their sum must not exceed 1000 per mille");
@@ -326,11 +352,14 @@ std::string_view attribute_of(std::string_view message, const JobSpec& j) {
   for (const auto& f : kFields)
     if (message.substr(0, f.field.size()) == f.field) {
       if (f.attribute == "timeout" && !j.timeout) return "timeout (from timing job-timeout)";
-      if (f.attribute == "attempts" && !j.max_attempts) return "attempts (from timing max-attempts)";
+      if (f.attribute == "attempts" && !j.max_attempts)
+        return "attempts (from timing max-attempts)";
       return f.attribute;
     }
   if (message.substr(0, 8) == "schedule")
-    return j.kind == JobSpec::Kind::kCron ? "expr, zone" : j.kind == JobSpec::Kind::kInterval ? "every" : "within";
+    return j.kind == JobSpec::Kind::kCron       ? "expr, zone"
+           : j.kind == JobSpec::Kind::kInterval ? "every"
+                                                : "within";
   return "job";
 }
 
@@ -371,9 +400,12 @@ absl::Status check_job_line(const Parser& parser, int line, const JobSpec& j, co
 
 std::string_view to_string(ControlSpec::Op op) {
   switch (op) {
-    case ControlSpec::Op::kPause: return "pause";
-    case ControlSpec::Op::kReschedule: return "reschedule";
-    case ControlSpec::Op::kTrigger: return "trigger";
+    case ControlSpec::Op::kPause:
+      return "pause";
+    case ControlSpec::Op::kReschedule:
+      return "reschedule";
+    case ControlSpec::Op::kTrigger:
+      return "trigger";
   }
   return "?";
 }
@@ -455,7 +487,8 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
         return parser.error(number, "start: expected an RFC 3339 time like 2026-03-08T00:00:00Z");
     } else if (d == "duration" || d == "quiet-tail") {
       KAIROS_RETURN_IF_ERROR(once());
-      if (line.words.size() != 2) return parser.error(number, absl::StrCat(d, ": expected one duration"));
+      if (line.words.size() != 2)
+        return parser.error(number, absl::StrCat(d, ": expected one duration"));
       auto v = parse_duration(line.words[1]);
       if (!v.ok()) return parser.error(number, absl::StrCat(d, ": ", v.status().message()));
       (d == "duration" ? s.duration : s.quiet_tail) = *v;
@@ -540,7 +573,9 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
         a.dur("every", &j.every);
         if (j.every <= absl::ZeroDuration()) return a.err("every: must be positive");
       } else {
-        return parser.error(number, absl::StrCat("job: expected a kind cron, once or interval, got \"", kind, "\""));
+        return parser.error(
+            number,
+            absl::StrCat("job: expected a kind cron, once or interval, got \"", kind, "\""));
       }
       KAIROS_RETURN_IF_ERROR(parse_job_attrs(a, j));
       job_lines.push_back(number);
@@ -554,8 +589,9 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
       s.cancels.push_back(c);
     } else if (d == "pause" || d == "reschedule" || d == "trigger") {
       ControlSpec c;
-      c.op = d == "pause" ? ControlSpec::Op::kPause
-                          : d == "reschedule" ? ControlSpec::Op::kReschedule : ControlSpec::Op::kTrigger;
+      c.op = d == "pause"        ? ControlSpec::Op::kPause
+             : d == "reschedule" ? ControlSpec::Op::kReschedule
+                                 : ControlSpec::Op::kTrigger;
       Attrs a(parser, line, d, 1);
       if (!a.has("at")) return a.err("expected at=<duration>");
       if (!a.has("count")) return a.err("expected count=N");
@@ -566,7 +602,8 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
         a.opt_dur("for", &c.resume_after);
       } else if (c.op == ControlSpec::Op::kReschedule) {
         if (a.has("every") == a.has("expr"))
-          return a.err("expected exactly one new schedule: every=<duration> or expr=\"<cron expression>\"");
+          return a.err(
+              "expected exactly one new schedule: every=<duration> or expr=\"<cron expression>\"");
         if (a.has("zone") && !a.has("expr")) return a.err("zone: only with expr=");
         a.dur("every", &c.every);
         a.str("expr", &c.expr);
@@ -589,7 +626,8 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
         }
         auto compiled = Schedule::compile(sch, "scenario-job");
         if (!compiled.ok())
-          return a.err(absl::StrCat(c.expr.empty() ? "every" : "expr, zone", ": ", compiled.status().message()));
+          return a.err(absl::StrCat(c.expr.empty() ? "every" : "expr, zone", ": ",
+                                    compiled.status().message()));
       }
       control_lines.push_back(number);
       s.controls.push_back(std::move(c));
@@ -599,8 +637,9 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
       if (!parse_fault_kind(line.words[1], &f.kind)) {
         std::vector<std::string> names;
         for (const auto& n : kFaultNames) names.emplace_back(n.name);
-        return parser.error(number, absl::StrCat("fault: unknown kind \"", line.words[1],
-                                                 "\"; expected one of ", absl::StrJoin(names, ", ")));
+        return parser.error(
+            number, absl::StrCat("fault: unknown kind \"", line.words[1], "\"; expected one of ",
+                                 absl::StrJoin(names, ", ")));
       }
       Attrs a(parser, line, d + " " + line.words[1], 2);
       if (!a.has("at")) return a.err("expected at=<duration>");
@@ -667,8 +706,9 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
       return parser.error(control_lines[i], absl::StrCat(what, "the file has ", s.jobs.size(),
                                                          " job lines, no job line ", c.job));
     if (!s.jobs[c.job - 1].recurring())
-      return parser.error(control_lines[i], absl::StrCat(what, "job line ", c.job,
-                                                         " is a one-off; expected a cron or interval job line"));
+      return parser.error(control_lines[i],
+                          absl::StrCat(what, "job line ", c.job,
+                                       " is a one-off; expected a cron or interval job line"));
   }
   return s;
 }
@@ -719,7 +759,8 @@ std::string format_scenario(const Scenario& s) {
     std::string l;
     switch (j.kind) {
       case JobSpec::Kind::kCron:
-        l = absl::StrCat("job cron count=", j.count, " expr=", quote(j.expr), " zone=", quote(j.zone));
+        l = absl::StrCat("job cron count=", j.count, " expr=", quote(j.expr),
+                         " zone=", quote(j.zone));
         break;
       case JobSpec::Kind::kOnce:
         l = absl::StrCat("job once count=", j.count, " within=", format_duration(j.within));
@@ -731,14 +772,17 @@ std::string format_scenario(const Scenario& s) {
     // Policy attributes that differ from JobPolicy's defaults, in a fixed order.
     const JobPolicy d;
     const JobPolicy& p = j.policy;
-    if (p.misfire != d.misfire) absl::StrAppend(&l, " misfire=", absl_sv(name_of(p.misfire, kMisfireNames)));
+    if (p.misfire != d.misfire)
+      absl::StrAppend(&l, " misfire=", absl_sv(name_of(p.misfire, kMisfireNames)));
     if (p.misfire_threshold != d.misfire_threshold)
       absl::StrAppend(&l, " threshold=", format_duration(p.misfire_threshold));
     if (p.catch_up_max != d.catch_up_max) absl::StrAppend(&l, " catch-up-max=", p.catch_up_max);
     if (p.catch_up_spacing != d.catch_up_spacing)
       absl::StrAppend(&l, " catch-up-spacing=", format_duration(p.catch_up_spacing));
-    if (p.overlap != d.overlap) absl::StrAppend(&l, " overlap=", absl_sv(name_of(p.overlap, kOverlapNames)));
-    if (p.max_concurrent != d.max_concurrent) absl::StrAppend(&l, " max-concurrent=", p.max_concurrent);
+    if (p.overlap != d.overlap)
+      absl::StrAppend(&l, " overlap=", absl_sv(name_of(p.overlap, kOverlapNames)));
+    if (p.max_concurrent != d.max_concurrent)
+      absl::StrAppend(&l, " max-concurrent=", p.max_concurrent);
     if (j.priority_min != d.priority || j.priority_max != d.priority) {
       absl::StrAppend(&l, " priority=", j.priority_min);
       if (j.priority_max != j.priority_min) absl::StrAppend(&l, "..", j.priority_max);
@@ -754,12 +798,14 @@ std::string format_scenario(const Scenario& s) {
     if (j.run.min_duration && j.run.max_duration)
       absl::StrAppend(&l, " run=", range_text(*j.run.min_duration, *j.run.max_duration));
     if (j.run.fail_permille) absl::StrAppend(&l, " fail=", *j.run.fail_permille);
-    if (j.run.permanent_fail_permille) absl::StrAppend(&l, " permanent-fail=", *j.run.permanent_fail_permille);
+    if (j.run.permanent_fail_permille)
+      absl::StrAppend(&l, " permanent-fail=", *j.run.permanent_fail_permille);
     line(l);
   }
   for (const auto& c : s.cancels) line("cancel count=", c.count, " at=", format_duration(c.at));
   for (const auto& c : s.controls) {
-    std::string l = absl::StrCat(absl_sv(to_string(c.op)), " at=", format_duration(c.at), " count=", c.count);
+    std::string l =
+        absl::StrCat(absl_sv(to_string(c.op)), " at=", format_duration(c.at), " count=", c.count);
     if (c.job != 0) absl::StrAppend(&l, " job=", c.job);
     if (c.resume_after) absl::StrAppend(&l, " for=", format_duration(*c.resume_after));
     if (c.op == ControlSpec::Op::kReschedule) {
@@ -771,11 +817,12 @@ std::string format_scenario(const Scenario& s) {
     line(l);
   }
   for (const auto& f : s.faults) {
-    std::string l = absl::StrCat("fault ", absl_sv(to_string(f.kind)), " at=", format_duration(f.at),
-                                 " node=", quote(f.node));
+    std::string l = absl::StrCat("fault ", absl_sv(to_string(f.kind)),
+                                 " at=", format_duration(f.at), " node=", quote(f.node));
     if (f.length != absl::ZeroDuration()) absl::StrAppend(&l, " for=", format_duration(f.length));
     if (!f.peer.empty()) absl::StrAppend(&l, " peer=", quote(f.peer));
-    if (f.amount != absl::ZeroDuration()) absl::StrAppend(&l, " amount=", signed_duration(f.amount));
+    if (f.amount != absl::ZeroDuration())
+      absl::StrAppend(&l, " amount=", signed_duration(f.amount));
     if (f.drift_ppm != 0) absl::StrAppend(&l, " drift=", f.drift_ppm);
     if (!f.point.empty()) absl::StrAppend(&l, " point=", quote(f.point));
     if (f.loss) absl::StrAppend(&l, " loss=", f.loss);

@@ -69,10 +69,10 @@ struct JobSpec {
   enum class Kind : std::uint8_t { kCron, kOnce, kInterval };
   Kind kind = Kind::kInterval;
   std::uint32_t count = 1;
-  std::string expr;                                // kCron
-  std::string zone = "UTC";                        // kCron
-  absl::Duration every = absl::Minutes(1);         // kInterval
-  absl::Duration within = absl::Hours(1);          // kOnce: spread over [0, within)
+  std::string expr;                         // kCron
+  std::string zone = "UTC";                 // kCron
+  absl::Duration every = absl::Minutes(1);  // kInterval
+  absl::Duration within = absl::Hours(1);   // kOnce: spread over [0, within)
   // The policy attributes: JobPolicy's defaults where the line is silent.
   // Three fields are NOT read from `policy`: timeout and max_attempts come
   // from `timeout` / `max_attempts` below (absent: the scenario's `timing`
@@ -140,10 +140,10 @@ enum class FaultKind : std::uint8_t {
 std::string_view to_string(FaultKind kind);
 bool parse_fault_kind(std::string_view text, FaultKind* out);
 inline constexpr FaultKind kAllFaultKinds[] = {
-    FaultKind::kPause,      FaultKind::kCrash,      FaultKind::kCrashAt,   FaultKind::kPartition,
-    FaultKind::kOneWay,     FaultKind::kIsolate,    FaultKind::kSwizzle,   FaultKind::kNet,
-    FaultKind::kStoreOutage, FaultKind::kStoreSlow, FaultKind::kStoreCrash, FaultKind::kClockJump,
-    FaultKind::kClockDrift, FaultKind::kSinkFaults, FaultKind::kFleetRestart};
+    FaultKind::kPause,       FaultKind::kCrash,      FaultKind::kCrashAt,     FaultKind::kPartition,
+    FaultKind::kOneWay,      FaultKind::kIsolate,    FaultKind::kSwizzle,     FaultKind::kNet,
+    FaultKind::kStoreOutage, FaultKind::kStoreSlow,  FaultKind::kStoreCrash,  FaultKind::kClockJump,
+    FaultKind::kClockDrift,  FaultKind::kSinkFaults, FaultKind::kFleetRestart};
 
 struct FaultSpec {
   FaultKind kind = FaultKind::kPause;
@@ -153,7 +153,7 @@ struct FaultSpec {
   std::string peer;          // selector (partition, one-way)
   absl::Duration amount = absl::ZeroDuration();
   std::int64_t drift_ppm = 0;
-  std::string point;  // crash-at
+  std::string point;                                  // crash-at
   std::uint32_t loss = 0, duplicate = 0, replay = 0;  // net
   std::uint32_t error = 0, timeout = 0;               // sink-faults
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;

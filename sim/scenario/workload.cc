@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
-#include "core/schedule/schedule.h"
 #include "core/kernel/scheduler_node.h"
+#include "core/schedule/schedule.h"
 #include "sim/world/cluster.h"
 
 namespace kairos::sim {
@@ -20,8 +20,8 @@ namespace {
 // hang).
 absl::Duration longest_run(const Scenario& s, const JobRunProfile& run, const JobPolicy& policy) {
   const RunnerConfig c = apply_run_profile(job_payload(run), s.runner);
-  absl::Duration d = c.max_duration + (c.tail_permille != 0 ? c.tail_max : absl::ZeroDuration()) +
-                     s.sink.timeout;
+  absl::Duration d =
+      c.max_duration + (c.tail_permille != 0 ? c.tail_max : absl::ZeroDuration()) + s.sink.timeout;
   if (c.hang_permille != 0 || d > policy.timeout) d = policy.timeout;
   return d;
 }
@@ -111,8 +111,9 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random) : random_
           sch.kind = ScheduleSpec::Kind::kOnce;
           const absl::Duration due = random_.duration_between(absl::ZeroDuration(), spec.within);
           sch.at = start + due;
-          j.create_at = std::max(absl::ZeroDuration(),
-                                 due - random_.duration_between(absl::ZeroDuration(), absl::Minutes(10)));
+          j.create_at =
+              std::max(absl::ZeroDuration(),
+                       due - random_.duration_between(absl::ZeroDuration(), absl::Minutes(10)));
           break;
         }
       }
@@ -183,10 +184,14 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random) : random_
 
 std::string_view Workload::name(Op op) {
   switch (op) {
-    case Op::kPause: return "pause";
-    case Op::kResume: return "resume";
-    case Op::kReschedule: return "reschedule";
-    case Op::kTrigger: return "trigger";
+    case Op::kPause:
+      return "pause";
+    case Op::kResume:
+      return "resume";
+    case Op::kReschedule:
+      return "reschedule";
+    case Op::kTrigger:
+      return "trigger";
   }
   return "?";
 }
@@ -257,7 +262,9 @@ void Workload::create(std::size_t i) {
     Event e;
     e.at = ctx_->clock.now();
     e.kind = "client.job_created";
-    e.with("job", job.spec.id).with("incarnation", r->job.incarnation).with("created_at", r->job.created_at);
+    e.with("job", job.spec.id)
+        .with("incarnation", r->job.incarnation)
+        .with("created_at", r->job.created_at);
     ctx_->log.record(std::move(e));
   });
 }
@@ -343,13 +350,23 @@ void Workload::answered(std::size_t index, const absl::Status& status, std::uint
   e.at = ctx_->clock.now();
   if (!status.ok()) {
     e.kind = "client.control_refused";
-    e.with("job", id).with("op", std::string(name(c.op))).with("error", std::string(status.message()));
+    e.with("job", id)
+        .with("op", std::string(name(c.op)))
+        .with("error", std::string(status.message()));
   } else {
     switch (c.op) {
-      case Op::kPause: e.kind = "client.paused"; break;
-      case Op::kResume: e.kind = "client.resumed"; break;
-      case Op::kReschedule: e.kind = "client.rescheduled"; break;
-      case Op::kTrigger: e.kind = "client.triggered"; break;
+      case Op::kPause:
+        e.kind = "client.paused";
+        break;
+      case Op::kResume:
+        e.kind = "client.resumed";
+        break;
+      case Op::kReschedule:
+        e.kind = "client.rescheduled";
+        break;
+      case Op::kTrigger:
+        e.kind = "client.triggered";
+        break;
     }
     e.with("job", id).with("incarnation", incarnation);
     if (run_nominal) e.with("nominal", *run_nominal);
@@ -385,7 +402,8 @@ std::vector<PauseWindow> Workload::pause_windows() const {
   for (std::size_t k = 0; k < controls_.size(); ++k) {
     const PlannedControl& c = controls_[k];
     if (c.op != Op::kPause || !c.sent || !jobs_[c.job].acked) continue;
-    PauseWindow w{jobs_[c.job].spec.id, jobs_[c.job].acked->incarnation, *c.sent, absl::InfiniteFuture()};
+    PauseWindow w{jobs_[c.job].spec.id, jobs_[c.job].acked->incarnation, *c.sent,
+                  absl::InfiniteFuture()};
     for (const auto& r : controls_)
       if (r.op == Op::kResume && r.pause == k && r.state == State::kAcked) w.to = *r.answered;
     out.push_back(std::move(w));
@@ -399,7 +417,8 @@ std::vector<Occurrence> Workload::expected(absl::Time until) const {
     const PlannedJob& j = jobs_[i];
     if (!j.acked || j.cancel_requested) continue;
     std::vector<Occurrence> mine = expected_occurrences(timeline(i), until);
-    out.insert(out.end(), std::make_move_iterator(mine.begin()), std::make_move_iterator(mine.end()));
+    out.insert(out.end(), std::make_move_iterator(mine.begin()),
+               std::make_move_iterator(mine.end()));
   }
   return out;
 }

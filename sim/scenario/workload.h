@@ -50,8 +50,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/ports/random.h"
 #include "core/kernel/records.h"
+#include "core/ports/random.h"
 #include "sim/oracle/history.h"
 #include "sim/scenario/scenario.h"
 
@@ -69,9 +69,9 @@ inline constexpr absl::Duration kControlMargin = absl::Minutes(2);
 // was created with, and the control requests it sent (true times).
 struct JobTimeline {
   struct Reschedule {
-    absl::Time sent;                   // first send
-    std::optional<absl::Time> acked;   // the answer; none: never acknowledged (or refused)
-    ScheduleSpec schedule;             // the new schedule
+    absl::Time sent;                  // first send
+    std::optional<absl::Time> acked;  // the answer; none: never acknowledged (or refused)
+    ScheduleSpec schedule;            // the new schedule
   };
   struct Pause {
     absl::Time sent;       // first send of the pause
@@ -159,9 +159,9 @@ class Workload {
   struct PlannedControl {
     Op op = Op::kPause;
     absl::Duration at;
-    std::size_t job = 0;        // index into jobs_
-    std::size_t pause = 0;      // kResume: its pause (index into controls_)
-    ScheduleSpec schedule;      // kReschedule
+    std::size_t job = 0;                       // index into jobs_
+    std::size_t pause = 0;                     // kResume: its pause (index into controls_)
+    ScheduleSpec schedule;                     // kReschedule
     std::optional<absl::Time> sent, answered;  // true times
     State state = State::kPending;
   };

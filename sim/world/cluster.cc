@@ -21,9 +21,12 @@ std::uint64_t event_digest(const Event& e) {
   std::uint64_t h = hash_bytes(e.kind);
   for (const auto& f : e.fields) {
     h = hash_mix(h, hash_bytes(f.name));
-    if (const auto* s = std::get_if<std::string>(&f.value)) h = hash_mix(h, hash_bytes(*s));
-    else if (const auto* i = std::get_if<std::int64_t>(&f.value)) h = hash_mix(h, static_cast<std::uint64_t>(*i));
-    else if (const auto* u = std::get_if<std::uint64_t>(&f.value)) h = hash_mix(h, *u);
+    if (const auto* s = std::get_if<std::string>(&f.value))
+      h = hash_mix(h, hash_bytes(*s));
+    else if (const auto* i = std::get_if<std::int64_t>(&f.value))
+      h = hash_mix(h, static_cast<std::uint64_t>(*i));
+    else if (const auto* u = std::get_if<std::uint64_t>(&f.value))
+      h = hash_mix(h, *u);
     else if (const auto* t = std::get_if<absl::Time>(&f.value))
       h = hash_mix(h, static_cast<std::uint64_t>(absl::ToUnixNanos(*t)));
     else if (const auto* d = std::get_if<absl::Duration>(&f.value))
@@ -104,11 +107,10 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
 
   store_ = std::make_unique<StoreService>(world_, network_, store_node, *nodes_[store_node]->clock,
                                           world_.random().fork(), scenario.store);
-  store_->set_commit_observer([this](const StoreCommit& c, const std::vector<WriteOp>& ops) {
-    facts_.observe(c, ops);
-  });
-  sink_ = std::make_unique<Sink>(world_, network_, sink_node, world_.random().fork(),
-                                 scenario.sink);
+  store_->set_commit_observer(
+      [this](const StoreCommit& c, const std::vector<WriteOp>& ops) { facts_.observe(c, ops); });
+  sink_ =
+      std::make_unique<Sink>(world_, network_, sink_node, world_.random().fork(), scenario.sink);
   workload_ = std::make_unique<Workload>(scenario_, world_.start(), world_.random().fork());
   keep_events_ = scenario.store.record_writes;
   for (NodeId id = 0; id < world_.node_count(); ++id) node_names_.push_back(world_.node(id).name);
@@ -123,19 +125,19 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
   for (auto& np : nodes_) {
     Node& n = *np;
     const NodeId id = n.id;
-    n.ctx = std::unique_ptr<NodeContext>(new NodeContext{
-        *this, world_, id, world_.node(id).name, n.index, *n.clock, *n.timers,
-        network_.transport(id), store_->client(id), *n.random, *n.log, n.metrics,
-        n.runner.get(), crash_points_,
-        [this, id](std::string_view point) {
-          if (!crash_points_.should_crash(id, point)) return false;
-          world_.mark(absl::StrCat("crash-point.", absl_sv(point)));
-          window(absl::Seconds(1), absl::StrCat("crash at ", absl_sv(point)));
-          crash_node(id);
-          restart_later(id, absl::Seconds(1));
-          return true;
-        },
-        scenario_, bugs_});
+    n.ctx = std::unique_ptr<NodeContext>(
+        new NodeContext{*this, world_, id, world_.node(id).name, n.index, *n.clock, *n.timers,
+                        network_.transport(id), store_->client(id), *n.random, *n.log, n.metrics,
+                        n.runner.get(), crash_points_,
+                        [this, id](std::string_view point) {
+                          if (!crash_points_.should_crash(id, point)) return false;
+                          world_.mark(absl::StrCat("crash-point.", absl_sv(point)));
+                          window(absl::Seconds(1), absl::StrCat("crash at ", absl_sv(point)));
+                          crash_node(id);
+                          restart_later(id, absl::Seconds(1));
+                          return true;
+                        },
+                        scenario_, bugs_});
   }
   configured_clocks_.assign(world_.node_count(), ClockSpec{});
   for (const auto& c : scenario.clocks) {
@@ -178,7 +180,9 @@ NodeId Cluster::resolve(const std::string& sel) {
   return world_.find_node(sel);
 }
 
-absl::Status Cluster::validate(const Scenario& scenario) { return validate_kernel_config(scenario); }
+absl::Status Cluster::validate(const Scenario& scenario) {
+  return validate_kernel_config(scenario);
+}
 
 NodeId Cluster::leader_hint() const {
   NodeId first = kWorldNode;
@@ -211,9 +215,14 @@ void Cluster::start_process(NodeId id) {
   }
   ProcessFactory* f = nullptr;
   switch (n.role) {
-    case Role::kScheduler: f = &scheduler_factory_; break;
-    case Role::kWorker: f = &worker_factory_; break;
-    default: return;
+    case Role::kScheduler:
+      f = &scheduler_factory_;
+      break;
+    case Role::kWorker:
+      f = &worker_factory_;
+      break;
+    default:
+      return;
   }
   n.process = (*f)(*n.ctx);
   NodeProcess* p = n.process.get();
@@ -336,9 +345,9 @@ void Cluster::apply(const FaultSpec& f) {
   if (needs_node && n == kWorldNode) return;  // nothing to hit in this topology
   ++faults_applied_;
   world_.mark(absl::StrCat("fault.", absl_sv(to_string(f.kind))));
-  world_.note(kWorldNode, absl::StrCat("fault ", absl_sv(to_string(f.kind)), " node=",
-                                       n == kWorldNode ? "-" : world_.node(n).name, " for=",
-                                       absl::FormatDuration(f.length)));
+  world_.note(kWorldNode, absl::StrCat("fault ", absl_sv(to_string(f.kind)),
+                                       " node=", n == kWorldNode ? "-" : world_.node(n).name,
+                                       " for=", absl::FormatDuration(f.length)));
   const absl::Duration len = f.length;
   if (f.kind == FaultKind::kClockJump) {
     // A jumped clock stays wrong until the quiet-tail heal corrects it.
@@ -365,9 +374,15 @@ void Cluster::apply(const FaultSpec& f) {
       const NodeId peer = f.peer == "store" ? store_->node() : resolve(f.peer);
       if (peer == kWorldNode || peer == n) break;
       const bool both = f.kind == FaultKind::kPartition;
-      if (both) network_.cut_both(n, peer); else network_.cut(n, peer);
+      if (both)
+        network_.cut_both(n, peer);
+      else
+        network_.cut(n, peer);
       later(len, [this, n, peer, both] {
-        if (both) network_.heal_both(n, peer); else network_.heal(n, peer);
+        if (both)
+          network_.heal_both(n, peer);
+        else
+          network_.heal(n, peer);
       });
       break;
     }
@@ -390,7 +405,8 @@ void Cluster::apply(const FaultSpec& f) {
         const absl::Duration slow =
             fault_random_.duration_between(absl::Milliseconds(100), absl::Seconds(3));
         const NodeId a = order[i], b = heal[i];
-        later(step * static_cast<std::int64_t>(i), [this, a, slow] { network_.set_extra_delay(a, slow); });
+        later(step * static_cast<std::int64_t>(i),
+              [this, a, slow] { network_.set_extra_delay(a, slow); });
         later(len / 2 + step * static_cast<std::int64_t>(i),
               [this, b] { network_.set_extra_delay(b, absl::ZeroDuration()); });
       }

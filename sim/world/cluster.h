@@ -27,22 +27,22 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel/planted_bugs.h"
+#include "core/kernel/scheduler_node.h"
 #include "core/ports/event_log.h"
 #include "core/ports/metrics.h"
-#include "core/kernel/planted_bugs.h"
 #include "core/ports/random.h"
-#include "core/kernel/scheduler_node.h"
 #include "sim/oracle/checker.h"
 #include "sim/oracle/history.h"
-#include "sim/world/fault_plan.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/workload.h"
+#include "sim/world/fault_plan.h"
 #include "sim/world/sim_clock.h"
 #include "sim/world/sim_network.h"
 #include "sim/world/sim_runner.h"
 #include "sim/world/sim_timers.h"
 #include "sim/world/sink.h"
 #include "sim/world/store_service.h"
-#include "sim/scenario/workload.h"
 #include "sim/world/world.h"
 
 namespace kairos::sim {
@@ -97,25 +97,42 @@ struct RunSummary {
 // Coverage marks ("sometimes" probes) a CI batch must hit at least once;
 // docs/SIMULATION.md explains each.
 inline constexpr std::string_view kRequiredMarks[] = {
-    "store.unknown-applied",          "store.unknown-not-applied",
-    "store.lost-unsynced",            "sink.stale-token-rejected",
-    "sink.deduplicated",              "kernel.lease-lapsed",
-    "kernel.lease-stolen-after-pause", "kernel.stale-completion-rejected",
-    "kernel.stale-epoch-rejected",    "kernel.leader-failover",
+    "store.unknown-applied",
+    "store.unknown-not-applied",
+    "store.lost-unsynced",
+    "sink.stale-token-rejected",
+    "sink.deduplicated",
+    "kernel.lease-lapsed",
+    "kernel.lease-stolen-after-pause",
+    "kernel.stale-completion-rejected",
+    "kernel.stale-epoch-rejected",
+    "kernel.leader-failover",
     "kernel.ready-run-withdrawn",
-    "worker.stopped-at-lease-deadline", "net.replayed",
-    "net.duplicated",                 "crash-point.dispatch-after-commit-before-reply",
-    "crash-point.claim-after-commit", "crash-point.effect-before-complete",
-    "crash-point.complete-after-commit-before-ack", "crash-point.leader-after-elect",
+    "worker.stopped-at-lease-deadline",
+    "net.replayed",
+    "net.duplicated",
+    "crash-point.dispatch-after-commit-before-reply",
+    "crash-point.claim-after-commit",
+    "crash-point.effect-before-complete",
+    "crash-point.complete-after-commit-before-ack",
+    "crash-point.leader-after-elect",
     // Issue 6: every policy decision and job control operation is exercised.
-    "policy.misfire-run-once",        "policy.misfire-catch-up",
-    "policy.misfire-skip",            "policy.ledger-coalesced",
-    "policy.ledger-late",             "policy.ledger-skipped_misfire",
-    "policy.ledger-skipped_overlap",  "policy.ledger-paused",
-    "policy.overlap-queued",          "policy.queued-run-promoted",
-    "policy.retry-scheduled",         "policy.failed-after-retries",
-    "policy.starved-run-served",      "policy.manual-run",
-    "policy.resumed",                 "policy.rescheduled",
+    "policy.misfire-run-once",
+    "policy.misfire-catch-up",
+    "policy.misfire-skip",
+    "policy.ledger-coalesced",
+    "policy.ledger-late",
+    "policy.ledger-skipped_misfire",
+    "policy.ledger-skipped_overlap",
+    "policy.ledger-paused",
+    "policy.overlap-queued",
+    "policy.queued-run-promoted",
+    "policy.retry-scheduled",
+    "policy.failed-after-retries",
+    "policy.starved-run-served",
+    "policy.manual-run",
+    "policy.resumed",
+    "policy.rescheduled",
     "kernel.clock-skew-fenced",
 };
 
@@ -197,7 +214,7 @@ class Cluster {
   FactRecorder facts_;
   std::vector<FaultWindow> windows_;
   std::vector<Occurrence> expected_;
-  std::vector<absl::Time> paused_until_;  // by NodeId: end of the last pause
+  std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause
   std::vector<ClockSpec> configured_clocks_;  // by NodeId: the scenario's clock lines
   absl::Duration starvation_bound_;           // the kernel's, from the scheduler config
   ProcessFactory scheduler_factory_;

@@ -91,9 +91,9 @@ std::vector<FaultAction> plan_faults(const Scenario& s, Random& random) {
   if (s.random_faults.per_hour != 0 && !s.random_faults.kinds.empty() &&
       window > absl::ZeroDuration()) {
     // Integer count: per_hour * window / 1h, at least 1.
-    const std::int64_t count = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(s.random_faults.per_hour) *
-               absl::ToInt64Seconds(window) / 3600);
+    const std::int64_t count =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(s.random_faults.per_hour) *
+                                      absl::ToInt64Seconds(window) / 3600);
     for (std::int64_t i = 0; i < count; ++i) {
       const FaultKind kind = s.random_faults.kinds[random.below(s.random_faults.kinds.size())];
       const absl::Duration at = between(random, absl::ZeroDuration(), window);
@@ -139,7 +139,8 @@ cancel count=2 at=10m
 pause at=5m count=2 job=2 for=7m
 trigger at=7m count=3 job=10
 reschedule at=9m count=2 job=1 every=45s
-)", "swarm-base");
+)",
+                          "swarm-base");
   KAIROS_CHECK_MSG(s.ok(), std::string(s.status().message()).c_str());
   return *s;
 }

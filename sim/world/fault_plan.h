@@ -78,12 +78,16 @@ struct PlantedBugCheck {
   std::string_view bug;
   std::string_view invariant;
 };
-inline constexpr PlantedBugCheck kCaughtBugs[] = {
-    {"ignore-fencing", ""},          {"no-lease-expiry", ""},
-    {"skip-epoch-check", ""},        {"ack-before-effect", ""},
-    {"non-atomic-dispatch", ""},     {"reuse-token", ""},
-    {"unknown-as-failure", ""},      {"unbounded-catch-up", "catch-up-bounded"},
-    {"overlap-ignored", "overlap-respected"}, {"retry-without-backoff", "retry-backoff"}};
+inline constexpr PlantedBugCheck kCaughtBugs[] = {{"ignore-fencing", ""},
+                                                  {"no-lease-expiry", ""},
+                                                  {"skip-epoch-check", ""},
+                                                  {"ack-before-effect", ""},
+                                                  {"non-atomic-dispatch", ""},
+                                                  {"reuse-token", ""},
+                                                  {"unknown-as-failure", ""},
+                                                  {"unbounded-catch-up", "catch-up-bounded"},
+                                                  {"overlap-ignored", "overlap-respected"},
+                                                  {"retry-without-backoff", "retry-backoff"}};
 
 // The base of `kairos-sim --swarm` without --scenario: 30 minutes of
 // interval, cron (in a DST zone) and one-off jobs under every policy of

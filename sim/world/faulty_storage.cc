@@ -6,8 +6,7 @@
 
 namespace kairos {
 
-FaultyStorage::FaultyStorage(Storage& inner, Timers& loop, Random random,
-                             StorageFaultRates rates)
+FaultyStorage::FaultyStorage(Storage& inner, Timers& loop, Random random, StorageFaultRates rates)
     : inner_(inner), loop_(loop), random_(random), rates_(rates) {
   KAIROS_CHECK_MSG(rates_.total() <= 1000, "fault rates add up to more than 1000 per mille");
 }
@@ -22,10 +21,10 @@ void FaultyStorage::transact(TxnBody body, TxnDone done, TxnMode mode) {
   std::uint64_t draw = random_.below(1000);
   auto inject = [&](CommitOutcome outcome, const char* what) {
     loop_.post([done = std::move(done), outcome, what]() mutable {
-      done({outcome, absl::Status(outcome == CommitOutcome::kConflict
-                                      ? absl::StatusCode::kAborted
-                                      : absl::StatusCode::kUnavailable,
-                                  what)});
+      done({outcome,
+            absl::Status(outcome == CommitOutcome::kConflict ? absl::StatusCode::kAborted
+                                                             : absl::StatusCode::kUnavailable,
+                         what)});
     });
   };
   if (draw < rates_.conflict) {

@@ -52,7 +52,8 @@ Bounds timeliness_bounds(const Scenario& s) {
   // One store round trip: two network legs (with the slow tail when the
   // network has one), the service time and the group-commit wait.
   const absl::Duration leg =
-      s.network.max_delay + (s.network.slow_permille != 0 ? s.network.slow_max : absl::ZeroDuration());
+      s.network.max_delay +
+      (s.network.slow_permille != 0 ? s.network.slow_max : absl::ZeroDuration());
   const absl::Duration rtt = 2 * leg + s.store.service_max + s.store.sync_interval;
   Bounds b;
   // Due -> first grant: the leader's next tick (its clock may run 10% slow),
@@ -108,8 +109,8 @@ class SchedulerProcess final : public NodeProcess {
 class WorkerProcess final : public NodeProcess {
  public:
   explicit WorkerProcess(NodeContext& ctx)
-      : worker_(ctx.clock, ctx.timers, ctx.transport, *ctx.runner, ctx.random, ctx.log,
-                ctx.metrics, config(ctx)) {}
+      : worker_(ctx.clock, ctx.timers, ctx.transport, *ctx.runner, ctx.random, ctx.log, ctx.metrics,
+                config(ctx)) {}
   void start() override { worker_.start(); }
 
  private:

@@ -18,9 +18,9 @@
 #include "core/kernel/lease_config.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "sim/world/cluster.h"
 #include "sim/oracle/history.h"
 #include "sim/scenario/scenario.h"
+#include "sim/world/cluster.h"
 
 namespace kairos::sim {
 

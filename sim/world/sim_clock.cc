@@ -7,7 +7,7 @@ namespace kairos::sim {
 namespace {
 constexpr std::int64_t kMillion = 1000000;
 __extension__ using int128 = __int128;
-}
+}  // namespace
 
 SimClock::SimClock(const World& world, absl::Duration offset, std::int64_t drift_ppm)
     : world_(world),

@@ -125,10 +125,10 @@ void SimNetwork::deliver(const Message& m, bool replay) {
     ++stats_.cut;
     return;
   }
-  const absl::Duration d = draw_delay(m.from, m.to) + (replay ? random_.duration_between(
-                                                                    absl::ZeroDuration(),
-                                                                    absl::Seconds(5))
-                                                              : absl::ZeroDuration());
+  const absl::Duration d =
+      draw_delay(m.from, m.to) +
+      (replay ? random_.duration_between(absl::ZeroDuration(), absl::Seconds(5))
+              : absl::ZeroDuration());
   world_.schedule_after(d, EventKind::kDeliver, m.to, m.digest, [this, m] {
     if (!linked(m.from, m.to)) {
       ++stats_.cut;

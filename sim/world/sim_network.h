@@ -66,11 +66,17 @@ class SimNetwork {
   void set_config(const NetworkConfig& config) { config_ = config; }
 
   // --- partitions --------------------------------------------------------
-  void cut(NodeId from, NodeId to);        // one-way
+  void cut(NodeId from, NodeId to);  // one-way
   void heal(NodeId from, NodeId to);
-  void cut_both(NodeId a, NodeId b) { cut(a, b); cut(b, a); }
-  void heal_both(NodeId a, NodeId b) { heal(a, b); heal(b, a); }
-  void isolate(NodeId node);               // every link to and from `node`
+  void cut_both(NodeId a, NodeId b) {
+    cut(a, b);
+    cut(b, a);
+  }
+  void heal_both(NodeId a, NodeId b) {
+    heal(a, b);
+    heal(b, a);
+  }
+  void isolate(NodeId node);  // every link to and from `node`
   void heal_node(NodeId node);
   void heal_all();
   bool linked(NodeId from, NodeId to) const;

@@ -6,11 +6,16 @@ namespace kairos::sim {
 
 std::string_view to_string(SinkOutcome outcome) {
   switch (outcome) {
-    case SinkOutcome::kAccepted: return "accepted";
-    case SinkOutcome::kDuplicate: return "duplicate";
-    case SinkOutcome::kStaleToken: return "stale-token";
-    case SinkOutcome::kError: return "error";
-    case SinkOutcome::kTimeout: return "timeout";
+    case SinkOutcome::kAccepted:
+      return "accepted";
+    case SinkOutcome::kDuplicate:
+      return "duplicate";
+    case SinkOutcome::kStaleToken:
+      return "stale-token";
+    case SinkOutcome::kError:
+      return "error";
+    case SinkOutcome::kTimeout:
+      return "timeout";
   }
   return "?";
 }
@@ -58,31 +63,30 @@ void Sink::write(NodeId from, SinkWrite write, std::function<void(SinkOutcome)> 
   p.from = from;
   p.timer = world_.schedule_after(config_.timeout, EventKind::kTimeout, from, id,
                                   [this, id] { finish(id, SinkOutcome::kTimeout); });
-  network_.send_call(from, node_, EventKind::kSinkCall, id,
-                     [this, from, id, write = std::move(write)] {
-                       if (config_.timeout_permille != 0 &&
-                           random_.chance(config_.timeout_permille, 1000)) {
-                         // The reply will be lost; applied or not, 50/50.
-                         if (random_.chance(1, 2)) {
-                           apply(from, write, /*inject_faults=*/false);
-                           world_.mark("sink.timeout-applied");
-                         } else {
-                           SinkAttempt a;
-                           a.index = attempts_.size();
-                           a.at = world_.now();
-                           a.from = from;
-                           a.write = write;
-                           a.outcome = SinkOutcome::kTimeout;
-                           attempts_.push_back(std::move(a));
-                           world_.mark("sink.timeout-not-applied");
-                         }
-                         attempts_.back().reply_dropped = true;
-                         return;
-                       }
-                       const SinkOutcome outcome = apply(from, write);
-                       network_.send_call(node_, from, EventKind::kSinkReply, id,
-                                          [this, id, outcome] { finish(id, outcome); });
-                     });
+  network_.send_call(
+      from, node_, EventKind::kSinkCall, id, [this, from, id, write = std::move(write)] {
+        if (config_.timeout_permille != 0 && random_.chance(config_.timeout_permille, 1000)) {
+          // The reply will be lost; applied or not, 50/50.
+          if (random_.chance(1, 2)) {
+            apply(from, write, /*inject_faults=*/false);
+            world_.mark("sink.timeout-applied");
+          } else {
+            SinkAttempt a;
+            a.index = attempts_.size();
+            a.at = world_.now();
+            a.from = from;
+            a.write = write;
+            a.outcome = SinkOutcome::kTimeout;
+            attempts_.push_back(std::move(a));
+            world_.mark("sink.timeout-not-applied");
+          }
+          attempts_.back().reply_dropped = true;
+          return;
+        }
+        const SinkOutcome outcome = apply(from, write);
+        network_.send_call(node_, from, EventKind::kSinkReply, id,
+                           [this, id, outcome] { finish(id, outcome); });
+      });
 }
 
 void Sink::reset_node(NodeId node) {

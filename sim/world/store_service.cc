@@ -38,9 +38,9 @@ class RecordingTxn final : public Txn {
   void add(WriteOp::Kind kind, std::string_view a, std::string_view b) {
     ++writes_;
     if (keep_)
-      digest_ = hash_mix(hash_mix(hash_mix(digest_, static_cast<std::uint64_t>(kind)),
-                                  hash_bytes(a)),
-                         hash_bytes(b));
+      digest_ =
+          hash_mix(hash_mix(hash_mix(digest_, static_cast<std::uint64_t>(kind)), hash_bytes(a)),
+                   hash_bytes(b));
     // The tables the checker reads: runs, leader records, the ledger.
     const bool fact = !a.empty() && (a[0] == 'R' || a[0] == 'L' || a[0] == 'H');
     if (keep_ || fact) ops_.push_back(WriteOp{kind, std::string(a), std::string(b)});
@@ -67,13 +67,12 @@ class StoreService::Client final : public Storage {
     p.done = std::move(done);
     if (!svc_.network_.linked(node_, svc_.node_)) {
       // Never sent: the connection could not be made.
-      p.timer = world.schedule_after(svc_.config_.connect_timeout, EventKind::kTimeout, node_, id,
-                                     [this, id] {
-                                       finish(id, {CommitOutcome::kUnavailable,
-                                                   absl::UnavailableError(
-                                                       "store: no route to the store; request "
-                                                       "not sent")});
-                                     });
+      p.timer = world.schedule_after(
+          svc_.config_.connect_timeout, EventKind::kTimeout, node_, id, [this, id] {
+            finish(id, {CommitOutcome::kUnavailable,
+                        absl::UnavailableError("store: no route to the store; request "
+                                               "not sent")});
+          });
       return;
     }
     p.timer = world.schedule_after(svc_.config_.client_timeout, EventKind::kTimeout, node_, id,
@@ -189,10 +188,9 @@ void StoreService::arrive(Request request) {
   }
   const absl::Duration service =
       random_.duration_between(config_.service_min, config_.service_max) + slowdown_;
-  world_.schedule_after(service, EventKind::kStoreCall, node_, request.id,
-                        [this, request = std::move(request)]() mutable {
-                          execute(std::move(request));
-                        });
+  world_.schedule_after(
+      service, EventKind::kStoreCall, node_, request.id,
+      [this, request = std::move(request)]() mutable { execute(std::move(request)); });
 }
 
 void StoreService::execute(Request request) {

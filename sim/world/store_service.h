@@ -40,9 +40,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/twins/memory_storage.h"
 #include "core/ports/random.h"
 #include "core/ports/storage.h"
+#include "core/twins/memory_storage.h"
 #include "sim/world/sim_clock.h"
 #include "sim/world/sim_network.h"
 #include "sim/world/sim_timers.h"
@@ -69,25 +69,25 @@ struct WriteOp {
 
 struct StoreCommit {
   enum class State : std::uint8_t { kApplied, kDurable, kLost };
-  std::uint64_t index = 0;       // order of application at the store
-  absl::Time at;                 // true time of application
-  absl::Time store_time;         // the store's clock (Txn::now())
+  std::uint64_t index = 0;  // order of application at the store
+  absl::Time at;            // true time of application
+  absl::Time store_time;    // the store's clock (Txn::now())
   NodeId client = kWorldNode;
   std::uint64_t request = 0;
   State state = State::kApplied;
-  bool acked = false;            // the client was told kCommitted
-  std::uint64_t digest = 0;      // hash of the operations (when record_writes)
-  std::vector<WriteOp> ops;      // when StoreConfig::record_writes
+  bool acked = false;        // the client was told kCommitted
+  std::uint64_t digest = 0;  // hash of the operations (when record_writes)
+  std::vector<WriteOp> ops;  // when StoreConfig::record_writes
 };
 
 struct StoreStats {
   std::uint64_t requests = 0;
-  std::uint64_t committed = 0;      // results kCommitted delivered to clients
-  std::uint64_t unavailable = 0;    // kUnavailable delivered
-  std::uint64_t unknown = 0;        // kUnknown delivered (client timeouts)
+  std::uint64_t committed = 0;            // results kCommitted delivered to clients
+  std::uint64_t unavailable = 0;          // kUnavailable delivered
+  std::uint64_t unknown = 0;              // kUnknown delivered (client timeouts)
   std::uint64_t unknown_applied = 0;      // ... of which the body had applied
   std::uint64_t unknown_not_applied = 0;  // ... of which it had not (so far)
-  std::uint64_t other = 0;          // aborted / conflict
+  std::uint64_t other = 0;                // aborted / conflict
   std::uint64_t syncs = 0;
   std::uint64_t lost_commits = 0;
   std::uint64_t crashes = 0;

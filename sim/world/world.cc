@@ -12,21 +12,36 @@ namespace kairos::sim {
 
 std::string_view to_string(EventKind kind) {
   switch (kind) {
-    case EventKind::kWorld: return "world";
-    case EventKind::kTimer: return "timer";
-    case EventKind::kPost: return "post";
-    case EventKind::kDeliver: return "deliver";
-    case EventKind::kStoreCall: return "store-call";
-    case EventKind::kStoreReply: return "store-reply";
-    case EventKind::kStoreSync: return "store-sync";
-    case EventKind::kSinkCall: return "sink-call";
-    case EventKind::kSinkReply: return "sink-reply";
-    case EventKind::kRunner: return "runner";
-    case EventKind::kFault: return "fault";
-    case EventKind::kWorkload: return "workload";
-    case EventKind::kTimeout: return "timeout";
-    case EventKind::kNote: return "note";
-    case EventKind::kCount_: break;
+    case EventKind::kWorld:
+      return "world";
+    case EventKind::kTimer:
+      return "timer";
+    case EventKind::kPost:
+      return "post";
+    case EventKind::kDeliver:
+      return "deliver";
+    case EventKind::kStoreCall:
+      return "store-call";
+    case EventKind::kStoreReply:
+      return "store-reply";
+    case EventKind::kStoreSync:
+      return "store-sync";
+    case EventKind::kSinkCall:
+      return "sink-call";
+    case EventKind::kSinkReply:
+      return "sink-reply";
+    case EventKind::kRunner:
+      return "runner";
+    case EventKind::kFault:
+      return "fault";
+    case EventKind::kWorkload:
+      return "workload";
+    case EventKind::kTimeout:
+      return "timeout";
+    case EventKind::kNote:
+      return "note";
+    case EventKind::kCount_:
+      break;
   }
   return "?";
 }
@@ -167,8 +182,8 @@ void World::record(std::uint64_t seq, EventKind kind, NodeId node, std::uint64_t
   ++records_;
   if (writer_) {
     writer_(absl::StrCat(records_, " t=", now_ns_ - absl::ToUnixNanos(start_), " seq=", seq, " ",
-                         absl_sv(to_string(kind)), dropped ? "(dropped)" : "", " node=",
-                         node == kWorldNode ? std::string("world") : nodes_[node].name,
+                         absl_sv(to_string(kind)), dropped ? "(dropped)" : "",
+                         " node=", node == kWorldNode ? std::string("world") : nodes_[node].name,
                          " payload=", absl::Hex(payload), " hash=", absl::Hex(hash_)));
   }
   if (checkpoint_every_ != 0 && records_ % checkpoint_every_ == 0) checkpoints_.push_back(hash_);
@@ -179,8 +194,8 @@ void World::note(NodeId node, std::string_view text) { note_digest(node, hash_by
 void World::note_digest(NodeId node, std::uint64_t digest, std::string_view text) {
   std::uint64_t h = hash_;
   h = hash_mix(h, static_cast<std::uint64_t>(now_ns_));
-  h = hash_mix(h, static_cast<std::uint64_t>(EventKind::kNote) |
-                      static_cast<std::uint64_t>(node) << 16);
+  h = hash_mix(h, static_cast<std::uint64_t>(EventKind::kNote) | static_cast<std::uint64_t>(node)
+                                                                     << 16);
   h = hash_mix(h, digest);
   hash_ = h;
   ++records_;

@@ -42,20 +42,20 @@ using NodeId = std::uint32_t;
 inline constexpr NodeId kWorldNode = 0xffffffffu;
 
 enum class EventKind : std::uint8_t {
-  kWorld,        // world-level callback
-  kTimer,        // a node's Timers::after
-  kPost,         // a node's Timers::post
-  kDeliver,      // a Transport message arrives
-  kStoreCall,    // a store request arrives / executes
-  kStoreReply,   // a store reply arrives at a client
-  kStoreSync,    // group commit
-  kSinkCall,     // a sink write arrives
-  kSinkReply,    // a sink reply arrives
-  kRunner,       // a simulated job's progress
-  kFault,        // a fault is applied or undone
-  kWorkload,     // the workload acts
-  kTimeout,      // a client-side timeout fires
-  kNote,         // a trace note (not a queued event)
+  kWorld,       // world-level callback
+  kTimer,       // a node's Timers::after
+  kPost,        // a node's Timers::post
+  kDeliver,     // a Transport message arrives
+  kStoreCall,   // a store request arrives / executes
+  kStoreReply,  // a store reply arrives at a client
+  kStoreSync,   // group commit
+  kSinkCall,    // a sink write arrives
+  kSinkReply,   // a sink reply arrives
+  kRunner,      // a simulated job's progress
+  kFault,       // a fault is applied or undone
+  kWorkload,    // the workload acts
+  kTimeout,     // a client-side timeout fires
+  kNote,        // a trace note (not a queued event)
   kCount_,
 };
 std::string_view to_string(EventKind kind);

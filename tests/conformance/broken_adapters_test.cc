@@ -156,8 +156,9 @@ std::unique_ptr<StoreHarness> broken(std::string name, bool deferred,
 }
 
 TEST(BrokenAdapters, OutOfOrderScansFailTheSuite) {
-  auto h = broken("scrambled-scans", false,
-                  [](StoreHarness& inner) { return std::make_unique<ScrambledScans>(inner.store()); });
+  auto h = broken("scrambled-scans", false, [](StoreHarness& inner) {
+    return std::make_unique<ScrambledScans>(inner.store());
+  });
   const std::string v = check_scans(*h);
   EXPECT_NE(v, "");
   EXPECT_NE(check_model_random(*h, 1, 40), "");
@@ -166,7 +167,8 @@ TEST(BrokenAdapters, OutOfOrderScansFailTheSuite) {
     std::vector<TxnSpec> specs(2);
     for (auto& s : specs)
       for (const char* k : {"a", "b", "c"}) s.ops.push_back({Op::kPut, k, "", "v"});
-    specs[1].ops.push_back({Op::kScan, "", "", "", static_cast<std::size_t>(*rc::gen::inRange(2, 5)),
+    specs[1].ops.push_back({Op::kScan, "", "", "",
+                            static_cast<std::size_t>(*rc::gen::inRange(2, 5)),
                             *rc::gen::arbitrary<bool>()});
     const std::string violation = check_model(*h, specs);
     RC_ASSERT(violation.empty());

@@ -89,17 +89,23 @@ TxnBody spec_body(const TxnSpec& spec, std::vector<std::string>* out) {
           break;
         }
         case Op::kScan: {
-          auto kvs = t.scan(op.a, op.b, op.limit,
-                            op.reverse ? Direction::kReverse : Direction::kForward);
+          auto kvs =
+              t.scan(op.a, op.b, op.limit, op.reverse ? Direction::kReverse : Direction::kForward);
           std::string line = absl::StrCat(op.reverse ? "rscan [" : "scan [", esc(op.a), ", ",
                                           esc(op.b), ") limit ", op.limit, " ->");
           for (const auto& kv : kvs) absl::StrAppend(&line, " ", esc(kv.key), "=", esc(kv.value));
           out->push_back(std::move(line));
           break;
         }
-        case Op::kPut: t.put(op.a, op.value); break;
-        case Op::kErase: t.erase(op.a); break;
-        case Op::kEraseRange: t.erase_range(op.a, op.b); break;
+        case Op::kPut:
+          t.put(op.a, op.value);
+          break;
+        case Op::kErase:
+          t.erase(op.a);
+          break;
+        case Op::kEraseRange:
+          t.erase_range(op.a, op.b);
+          break;
       }
     }
     if (spec.abort) return absl::FailedPreconditionError("the spec asked this body to abort");
@@ -109,7 +115,8 @@ TxnBody spec_body(const TxnSpec& spec, std::vector<std::string>* out) {
 
 TxnResult run_once(StoreHarness& h, TxnBody body, TxnMode mode) {
   std::optional<TxnResult> result;
-  h.store().transact(std::move(body), [&result](TxnResult r) { result = std::move(r); }, mode);
+  h.store().transact(
+      std::move(body), [&result](TxnResult r) { result = std::move(r); }, mode);
   h.run_until([&] { return result.has_value(); });
   return *result;
 }
@@ -215,7 +222,9 @@ std::string compare_state(StoreHarness& h, const Model& model) {
 Op get(std::string k) { return Op{Op::kGet, std::move(k)}; }
 Op put(std::string k, std::string v) { return Op{Op::kPut, std::move(k), "", std::move(v)}; }
 Op erase(std::string k) { return Op{Op::kErase, std::move(k)}; }
-Op erase_range(std::string b, std::string e) { return Op{Op::kEraseRange, std::move(b), std::move(e)}; }
+Op erase_range(std::string b, std::string e) {
+  return Op{Op::kEraseRange, std::move(b), std::move(e)};
+}
 Op scan(std::string b, std::string e, std::size_t limit, bool reverse) {
   return Op{Op::kScan, std::move(b), std::move(e), "", limit, reverse};
 }
@@ -253,13 +262,26 @@ std::string check_basic_ops(StoreHarness& h) {
 std::string check_scans(StoreHarness& h) {
   clear_all(h);
   Model model;
-  const std::vector<std::string> keys = {
-      std::string("\x00", 1), std::string("\x00" "a", 2), "\x01", "a", std::string("a\x00", 2),
-      std::string("a\x00\x00", 3), "a\x01", "ab", "abc", "b", "b\xff", "ba", "m", "\xff",
-      "\xff\xff"};
-  const std::vector<std::string> bounds = {"",   std::string("\x00", 1), "a",
-                                           std::string("a\x00", 2), "ab", "b", "c", "\xff",
-                                           "\xff\xff\xff"};
+  const std::vector<std::string> keys = {std::string("\x00", 1),
+                                         std::string("\x00"
+                                                     "a",
+                                                     2),
+                                         "\x01",
+                                         "a",
+                                         std::string("a\x00", 2),
+                                         std::string("a\x00\x00", 3),
+                                         "a\x01",
+                                         "ab",
+                                         "abc",
+                                         "b",
+                                         "b\xff",
+                                         "ba",
+                                         "m",
+                                         "\xff",
+                                         "\xff\xff"};
+  const std::vector<std::string> bounds = {
+      "",     std::string("\x00", 1), "a", std::string("a\x00", 2), "ab", "b", "c",
+      "\xff", "\xff\xff\xff"};
   TxnSpec fill;
   for (std::size_t i = 0; i < keys.size(); ++i) fill.ops.push_back(put(keys[i], std::to_string(i)));
   TxnSpec scans;
@@ -282,9 +304,9 @@ std::string check_read_your_writes(StoreHarness& h) {
   std::vector<TxnSpec> specs = {
       {{put("k1", "a"), put("k2", "b"), put("k3", "c"), put("z", "z")}},
       {{put("k1", "A"), get("k1"), erase("k2"), get("k2"), erase_range("k", "l"), get("k1"),
-        get("k3"), scan("", "", 10, false), put("k2", "again"), get("k2"),
-        scan("k", "l", 10, true), erase_range("", ""), scan("", "", 10, false), get("z"),
-        put("y", "y"), scan("", "", 10, true)}},
+        get("k3"), scan("", "", 10, false), put("k2", "again"), get("k2"), scan("k", "l", 10, true),
+        erase_range("", ""), scan("", "", 10, false), get("z"), put("y", "y"),
+        scan("", "", 10, true)}},
       {{get("k2"), get("y"), get("z"), scan("", "", 10, false)}, true},
   };
   return run_steps(h, specs, model, "read-your-writes");
@@ -406,8 +428,8 @@ std::string check_model_random(StoreHarness& h, std::uint64_t seed, int txns) {
     for (std::uint64_t j = 0; j < n; ++j) {
       Op op;
       op.kind = static_cast<Op::Kind>(rng.below(spec.read_only ? 2 : 5));
-      op.a = op.kind == Op::kScan || op.kind == Op::kEraseRange ? random_bound(rng)
-                                                                : random_key(rng);
+      op.a =
+          op.kind == Op::kScan || op.kind == Op::kEraseRange ? random_bound(rng) : random_key(rng);
       op.b = random_bound(rng);
       op.value = std::to_string(rng.below(100));
       op.limit = 1 + rng.below(5);
@@ -441,14 +463,20 @@ std::string check_concurrent_increments(StoreHarness& h, int n) {
         },
         [&, i](TxnResult r) {
           switch (r.outcome) {
-            case CommitOutcome::kCommitted: ++committed; break;
-            case CommitOutcome::kUnknown: ++unknown; break;
+            case CommitOutcome::kCommitted:
+              ++committed;
+              break;
+            case CommitOutcome::kUnknown:
+              ++unknown;
+              break;
             case CommitOutcome::kConflict:
             case CommitOutcome::kUnavailable:
               if (++attempts[static_cast<std::size_t>(i)] < kMaxAttempts) return submit(i);
               violation = "increments: no answer after retries";
               break;
-            case CommitOutcome::kAborted: violation = "increments: unexpected abort"; break;
+            case CommitOutcome::kAborted:
+              violation = "increments: unexpected abort";
+              break;
           }
           --outstanding;
         });
@@ -464,12 +492,12 @@ std::string check_concurrent_increments(StoreHarness& h, int n) {
     if (k.rfind("inc/", 0) != 0) continue;
     ++markers;
     if (!seen.insert(v).second)
-      return absl::StrCat(h.name(), ": two committed increments read the same counter (",
-                          v, "): a lost update");
+      return absl::StrCat(h.name(), ": two committed increments read the same counter (", v,
+                          "): a lost update");
   }
   if (counter < committed || counter > committed + unknown)
-    return absl::StrCat(h.name(), ": counter is ", counter, " after ", committed,
-                        " committed and ", unknown, " unknown increments");
+    return absl::StrCat(h.name(), ": counter is ", counter, " after ", committed, " committed and ",
+                        unknown, " unknown increments");
   if (markers != counter)
     return absl::StrCat(h.name(), ": counter is ", counter, " but ", markers,
                         " increments left their marker (not atomic)");

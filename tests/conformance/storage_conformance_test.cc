@@ -3,11 +3,12 @@
 // group sync), LmdbStorage, and both wrapped in the fault injector
 // FaultyStorage (the checks then retry conflict/unavailable and accept either
 // state after unknown).
+#include "tests/conformance/storage_conformance.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
-#include "tests/conformance/storage_conformance.h"
 #include "tests/conformance/storage_harness.h"
 
 namespace kairos::storage_test {
@@ -55,9 +56,7 @@ TEST_P(StorageConformance, AbortedBodyLeavesNoTrace) {
 
 TEST_P(StorageConformance, ReadOnlyTransactions) { EXPECT_EQ(check_read_only(h()), ""); }
 
-TEST_P(StorageConformance, NowIsTheStoreClockAndConstantInARun) {
-  EXPECT_EQ(check_now(h()), "");
-}
+TEST_P(StorageConformance, NowIsTheStoreClockAndConstantInARun) { EXPECT_EQ(check_now(h()), ""); }
 
 TEST_P(StorageConformance, MaxSizeKeysAndLargeValues) { EXPECT_EQ(check_limits(h()), ""); }
 
@@ -93,13 +92,10 @@ TEST_P(StorageConformance, KeyLongerThanMaxKeySizeIsAProgrammingError) {
 // directions with bounds and limits, puts, erases, erase ranges, aborts,
 // read-only bodies) give the same reads and final state as a std::map.
 rc::Gen<std::string> gen_key() {
-  return rc::gen::container<std::string>(
-      static_cast<std::size_t>(*rc::gen::inRange(1, 4)),
-      rc::gen::element<char>('\x00', 'a', 'b', '\xff'));
+  return rc::gen::container<std::string>(static_cast<std::size_t>(*rc::gen::inRange(1, 4)),
+                                         rc::gen::element<char>('\x00', 'a', 'b', '\xff'));
 }
-rc::Gen<std::string> gen_bound() {
-  return rc::gen::oneOf(rc::gen::just(std::string()), gen_key());
-}
+rc::Gen<std::string> gen_bound() { return rc::gen::oneOf(rc::gen::just(std::string()), gen_key()); }
 
 rc::Gen<Op> gen_op(bool read_only) {
   return rc::gen::exec([read_only] {

@@ -2,21 +2,20 @@
 
 #include <stdlib.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <filesystem>
 #include <optional>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-
 #include "core/base/check.h"
+#include "core/ports/random.h"
+#include "core/twins/manual_clock.h"
 #include "core/twins/manual_loop.h"
 #include "core/twins/memory_storage.h"
-#include "core/ports/random.h"
 #include "prod/runtime/asio_runtime.h"
 #include "prod/store/lmdb_storage.h"
 #include "sim/world/faulty_storage.h"
-#include "core/twins/manual_clock.h"
 
 namespace kairos::storage_test {
 

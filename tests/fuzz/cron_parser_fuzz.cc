@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "core/base/check.h"
-#include "core/schedule/cron_schedule.h"
 #include "core/base/duration.h"
+#include "core/schedule/cron_schedule.h"
 #include "core/schedule/schedule_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -29,8 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   KAIROS_CHECK(again.ok());
   KAIROS_CHECK(*again == *e);
 
-  static const char* const kZones[] = {"UTC", "Europe/Berlin", "America/Sao_Paulo", "Australia/Lord_Howe",
-                                       "Pacific/Apia", "Asia/Kathmandu", "America/New_York", "Etc/GMT+5"};
+  static const char* const kZones[] = {
+      "UTC",          "Europe/Berlin",  "America/Sao_Paulo", "Australia/Lord_Howe",
+      "Pacific/Apia", "Asia/Kathmandu", "America/New_York",  "Etc/GMT+5"};
   absl::TimeZone tz;
   if (!absl::LoadTimeZone(kZones[sel & 7], &tz)) return 0;
   const kairos::DstGap gap = (sel & 8) ? kairos::DstGap::kSkip : kairos::DstGap::kShift;

@@ -37,10 +37,17 @@ inline std::vector<std::string> Fires(const CronSchedule& s, std::string_view fr
     if (!f) break;
     std::string line = Z(f->at);
     switch (f->note) {
-      case DstNote::kNone: break;
-      case DstNote::kGapShifted: line += " gap"; break;
-      case DstNote::kFoldFirst: line += " fold1"; break;
-      case DstNote::kFoldSecond: line += " fold2"; break;
+      case DstNote::kNone:
+        break;
+      case DstNote::kGapShifted:
+        line += " gap";
+        break;
+      case DstNote::kFoldFirst:
+        line += " fold1";
+        break;
+      case DstNote::kFoldSecond:
+        line += " fold2";
+        break;
     }
     out.push_back(line);
     t = f->nominal;

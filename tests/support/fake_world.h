@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/twins/manual_loop.h"
 #include "core/ports/runner.h"
 #include "core/ports/transport.h"
 #include "core/twins/manual_clock.h"
+#include "core/twins/manual_loop.h"
 
 namespace kairos::testing {
 
@@ -22,7 +22,9 @@ class Net {
   class Endpoint final : public Transport {
    public:
     Endpoint(Net& net, PeerId id, Timers& loop) : net_(net), id_(id), loop_(loop) {}
-    void send(PeerId to, std::string message) override { net_.deliver(id_, to, std::move(message)); }
+    void send(PeerId to, std::string message) override {
+      net_.deliver(id_, to, std::move(message));
+    }
     void set_handler(Handler h) override { handler_ = std::move(h); }
     PeerId id() const { return id_; }
     bool down = false;  // messages to a down endpoint are dropped
@@ -105,7 +107,8 @@ class FakeRunner final : public Runner {
   Sink& sink_;
   absl::Duration duration_;
   RunHandle next_ = 0;
-  std::map<RunHandle, std::pair<TimerId, std::shared_ptr<std::function<void(RunOutcome)>>>> running_;
+  std::map<RunHandle, std::pair<TimerId, std::shared_ptr<std::function<void(RunOutcome)>>>>
+      running_;
 };
 
 // Several loops over one clock, advanced in lockstep in small steps; a loop

@@ -43,10 +43,13 @@ struct Hist {
               std::optional<std::pair<std::uint32_t, LeaderRecord>> leader = {}) {
     std::vector<WriteOp> ops;
     if (run) ops.push_back(put(*run));
-    if (leader) ops.push_back({WriteOp::Kind::kPut, keys::leader(leader->first), encode(leader->second)});
+    if (leader)
+      ops.push_back({WriteOp::Kind::kPut, keys::leader(leader->first), encode(leader->second)});
     commit_ops(at, client, ops);
   }
-  static WriteOp put(const RunRecord& run) { return {WriteOp::Kind::kPut, keys::run(run.id), encode(run)}; }
+  static WriteOp put(const RunRecord& run) {
+    return {WriteOp::Kind::kPut, keys::run(run.id), encode(run)};
+  }
   static WriteOp put(const std::string& job, const LedgerRecord& l) {
     return {WriteOp::Kind::kPut, keys::ledger(job, l.nominal, l.incarnation), encode(l)};
   }

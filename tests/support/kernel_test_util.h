@@ -11,12 +11,12 @@
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/records.h"
-#include "core/twins/manual_loop.h"
-#include "core/twins/memory_storage.h"
-#include "core/ports/storage.h"
 #include "core/kernel/worker.h"
+#include "core/ports/storage.h"
 #include "core/twins/manual_clock.h"
+#include "core/twins/manual_loop.h"
 #include "core/twins/memory_event_log.h"
+#include "core/twins/memory_storage.h"
 
 namespace kairos::testing {
 
@@ -57,20 +57,23 @@ class ScriptedStorage final : public Storage {
         break;
       case Fault::kUnknownApplied:
         result = inner_.run(body, mode);
-        if (result.committed()) result = {CommitOutcome::kUnknown, absl::UnavailableError("reply lost")};
+        if (result.committed())
+          result = {CommitOutcome::kUnknown, absl::UnavailableError("reply lost")};
         break;
       case Fault::kUnknownNotApplied:
       case Fault::kConflict:
       case Fault::kUnavailable: {
         // Run the body (so output slots are filled, as a real store may) and
         // roll it back.
-        inner_.run([&](Txn& t) -> absl::Status {
-          (void)body(t);
-          return absl::CancelledError("rolled back by the fault wrapper");
-        }, mode);
+        inner_.run(
+            [&](Txn& t) -> absl::Status {
+              (void)body(t);
+              return absl::CancelledError("rolled back by the fault wrapper");
+            },
+            mode);
         const CommitOutcome o = f == Fault::kUnknownNotApplied ? CommitOutcome::kUnknown
-                                : f == Fault::kConflict         ? CommitOutcome::kConflict
-                                                                : CommitOutcome::kUnavailable;
+                                : f == Fault::kConflict        ? CommitOutcome::kConflict
+                                                               : CommitOutcome::kUnavailable;
         result = {o, absl::UnavailableError("injected")};
         break;
       }

@@ -7,8 +7,8 @@
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/policy.h"
-#include "tests/support/kernel_test_util.h"
 #include "core/twins/manual_clock.h"
+#include "tests/support/kernel_test_util.h"
 
 namespace kairos::testing {
 
@@ -24,7 +24,8 @@ class PolicyTest : public ::testing::Test {
   }
   LeaderToken lead() {
     LeadershipResult out;
-    auto r = b.run([&](Txn& t) { return store.acquire_or_renew(t, 0, "n1", epoch, absl::Hours(1000), &out); });
+    auto r = b.run(
+        [&](Txn& t) { return store.acquire_or_renew(t, 0, "n1", epoch, absl::Hours(1000), &out); });
     EXPECT_TRUE(r.committed());
     epoch = out.record.epoch;
     return {"n1", epoch};

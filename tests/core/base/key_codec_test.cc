@@ -26,7 +26,8 @@ RC_GTEST_PROP(KeyCodec, StringsSortLikeTheirBytes, (std::string a, std::string b
   RC_ASSERT((a < b) == (KeyBuilder().str(a).build() < KeyBuilder().str(b).build()));
 }
 
-RC_GTEST_PROP(KeyCodec, RoundTrip, (std::uint16_t a, std::uint32_t b, std::int64_t c, std::string s)) {
+RC_GTEST_PROP(KeyCodec, RoundTrip,
+              (std::uint16_t a, std::uint32_t b, std::int64_t c, std::string s)) {
   const std::string key = KeyBuilder().tag(7).u16(a).u32(b).i64(c).str(s).u64(42).build();
   KeyReader r(key);
   RC_ASSERT(*r.tag() == 7);

@@ -6,10 +6,10 @@
 #include "core/kernel/keyspace.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "tests/support/fake_world.h"
-#include "tests/support/kernel_test_util.h"
 #include "core/twins/manual_clock.h"
 #include "core/twins/memory_event_log.h"
+#include "tests/support/fake_world.h"
+#include "tests/support/kernel_test_util.h"
 
 namespace kairos {
 namespace {
@@ -44,7 +44,8 @@ TEST(EndToEnd, ExactlyOnceThroughALeaderFailover) {
     c.node_id = "node" + std::to_string(i);
     c.shard_count = 4;
     c.poll_interval = absl::Milliseconds(500);
-    b.node = std::make_unique<SchedulerNode>(clock, loop, mem, *b.ep, *b.random, events, *b.metrics, c);
+    b.node =
+        std::make_unique<SchedulerNode>(clock, loop, mem, *b.ep, *b.random, events, *b.metrics, c);
     node_peers.push_back(b.ep->id());
     nodes.push_back(std::move(b));
   }
@@ -70,7 +71,8 @@ TEST(EndToEnd, ExactlyOnceThroughALeaderFailover) {
     c.worker_id = "worker" + std::to_string(i);
     c.nodes = {node_peers[i % 3], node_peers[(i + 1) % 3], node_peers[(i + 2) % 3]};
     c.claim_wait = absl::Seconds(5);
-    b.worker = std::make_unique<Worker>(clock, loop, ep, *b.runner, *b.random, events, *b.metrics, c);
+    b.worker =
+        std::make_unique<Worker>(clock, loop, ep, *b.runner, *b.random, events, *b.metrics, c);
     b.worker->start();
     workers.push_back(std::move(b));
   }
@@ -80,8 +82,9 @@ TEST(EndToEnd, ExactlyOnceThroughALeaderFailover) {
     nodes[1].node->create_job(interval_job("every-min-" + std::to_string(i)),
                               [&](auto r) { created += r.ok(); });
   for (int i = 0; i < 10; ++i)
-    nodes[2].node->create_job(once_job("once-" + std::to_string(i), T0() + absl::Seconds(37 * i + 5)),
-                              [&](auto r) { created += r.ok(); });
+    nodes[2].node->create_job(
+        once_job("once-" + std::to_string(i), T0() + absl::Seconds(37 * i + 5)),
+        [&](auto r) { created += r.ok(); });
   stepper.run(absl::Minutes(4));
   ASSERT_EQ(created, 30);
   for (std::uint32_t s = 0; s < 4; ++s) ASSERT_TRUE(nodes[0].node->leads(s)) << s;

@@ -18,8 +18,10 @@ class ControlTest : public PolicyTest {
   ControlResult control(const std::function<absl::Status(Txn&, ControlResult*)>& f,
                         absl::StatusCode want = absl::StatusCode::kOk) {
     auto [r, out] = body<ControlResult>(f);
-    if (want == absl::StatusCode::kOk) EXPECT_TRUE(r.committed()) << r.status;
-    else EXPECT_EQ(r.status.code(), want) << r.status;
+    if (want == absl::StatusCode::kOk)
+      EXPECT_TRUE(r.committed()) << r.status;
+    else
+      EXPECT_EQ(r.status.code(), want) << r.status;
     return out;
   }
   ControlResult pause(const std::string& id) {
@@ -30,7 +32,13 @@ class ControlTest : public PolicyTest {
   }
   ControlResult reschedule(const std::string& id, const ScheduleSpec& schedule) {
     return control([&](Txn& t, ControlResult* o) {
-      return store.update(t, id, [&](JobSpec& s) { s.schedule = schedule; return absl::OkStatus(); }, o);
+      return store.update(
+          t, id,
+          [&](JobSpec& s) {
+            s.schedule = schedule;
+            return absl::OkStatus();
+          },
+          o);
     });
   }
   static ScheduleSpec hourly_from(absl::Time start) {
@@ -40,7 +48,8 @@ class ControlTest : public PolicyTest {
     s.start = start;
     return s;
   }
-  std::pair<TxnResult, TriggerResult> trigger(const std::string& id, std::uint64_t tid, bool force = false) {
+  std::pair<TxnResult, TriggerResult> trigger(const std::string& id, std::uint64_t tid,
+                                              bool force = false) {
     TriggerArgs a{id, tid, b.clock.now(), force};
     return body<TriggerResult>([&](Txn& t, TriggerResult* o) { return store.trigger(t, a, o); });
   }
@@ -64,7 +73,7 @@ TEST_F(ControlTest, PauseAcrossMissedOccurrencesFollowsRunOnceAndRecordsPaused) 
   ASSERT_EQ(l.size(), 3u);
   EXPECT_EQ(l[0].outcome, LedgerOutcome::kFired);
   EXPECT_EQ(l[1].outcome, LedgerOutcome::kPaused);
-  EXPECT_EQ(l[1].count, 4u);  // T0+1m .. T0+4m
+  EXPECT_EQ(l[1].count, 4u);                       // T0+1m .. T0+4m
   EXPECT_EQ(l[2].outcome, LedgerOutcome::kFired);  // T0+5m itself is only 30s late
   EXPECT_EQ(d.dispatched[0].stands_for, 5u);
 }
@@ -115,7 +124,7 @@ TEST_F(ControlTest, RescheduleMovesTheDueEntryAndWithdrawsUnclaimedRuns) {
 // Every occurrence that became due keeps exactly one ledger outcome, even
 // when the leader was behind and never dispatched it before a reschedule.
 TEST_F(ControlTest, RescheduleRecordsOverdueUndispatchedOccurrencesAsCancelled) {
-  create(interval_job("a"));  // every minute from T0
+  create(interval_job("a"));                              // every minute from T0
   b.clock.advance(absl::Minutes(3) + absl::Seconds(10));  // T0..T0+3m overdue, none dispatched
   reschedule("a", hourly_from(T0() + absl::Hours(1)));
   auto l = ledger("a");
@@ -149,7 +158,8 @@ TEST_F(ControlTest, RescheduleOfAPausedJobRecordsThePausedOccurrences) {
 TEST_F(ControlTest, CancelRecordsOverdueUndispatchedOccurrences) {
   create(interval_job("a"));
   b.clock.advance(absl::Minutes(1) + absl::Seconds(5));
-  auto [r, out] = body<CancelResult>([&](Txn& t, CancelResult* o) { return store.cancel(t, "a", o); });
+  auto [r, out] =
+      body<CancelResult>([&](Txn& t, CancelResult* o) { return store.cancel(t, "a", o); });
   ASSERT_TRUE(r.committed()) << r.status;
   auto l = ledger("a");
   ASSERT_EQ(l.size(), 1u);
@@ -215,7 +225,13 @@ TEST_F(ControlTest, PriorityUpdateMovesQueuedRuns) {
   JobPolicy p;
   p.priority = 9;
   control([&](Txn& t, ControlResult* o) {
-    return store.update(t, "a", [&](JobSpec& s) { s.policy = p; return absl::OkStatus(); }, o);
+    return store.update(
+        t, "a",
+        [&](JobSpec& s) {
+          s.policy = p;
+          return absl::OkStatus();
+        },
+        o);
   });
   auto g = claim();
   ASSERT_EQ(g.size(), 1u);
@@ -246,7 +262,8 @@ TEST_F(ControlTest, ListFiltersByNamespaceAndLabels) {
   };
   EXPECT_EQ(list({"x", {}}), (std::vector<std::string>{"a", "c", "d"}));
   EXPECT_EQ(list({"x", {{"env", "prod"}}}), (std::vector<std::string>{"a", "d"}));
-  EXPECT_EQ(list({"", {{"env", "prod"}, {"team", "core"}}}), (std::vector<std::string>{"a", "b", "d"}));
+  EXPECT_EQ(list({"", {{"env", "prod"}, {"team", "core"}}}),
+            (std::vector<std::string>{"a", "b", "d"}));
   JobSpec bad = interval_job("z");
   bad.ns = "Bad NS";
   EXPECT_NE(validate_job_spec(bad).message().find("namespace"), std::string::npos);
@@ -256,7 +273,8 @@ TEST_F(ControlTest, ListFiltersByNamespaceAndLabels) {
 }
 
 TEST_F(ControlTest, ControlOfUnknownOrCancelledJobsSaysWhy) {
-  control([&](Txn& t, ControlResult* o) { return store.pause(t, "nope", o); }, absl::StatusCode::kNotFound);
+  control([&](Txn& t, ControlResult* o) { return store.pause(t, "nope", o); },
+          absl::StatusCode::kNotFound);
   create(interval_job("a"));
   CancelResult c;
   b.run([&](Txn& t) { return store.cancel(t, "a", &c); });

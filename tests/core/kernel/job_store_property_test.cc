@@ -126,8 +126,8 @@ struct Sut {
         const LedgerRecord rec = *decode_ledger(l->second);
         if (rec.incarnation != job.incarnation || rec.outcome == LedgerOutcome::kManual) continue;
         std::uint64_t n = 0;
-        for (auto f = sched->next_after(rec.nominal - absl::Microseconds(1)); f && f->nominal <= rec.through;
-             f = sched->next_after(f->nominal)) {
+        for (auto f = sched->next_after(rec.nominal - absl::Microseconds(1));
+             f && f->nominal <= rec.through; f = sched->next_after(f->nominal)) {
           ++covered[f->nominal];
           ++n;
         }
@@ -141,7 +141,8 @@ struct Sut {
         fire = sched->next_after(fire->nominal);
       }
       if (job.next_due_at) {
-        RC_ASSERT(m.count(keys::due(store.shard_of(job.spec.id), *job.next_due_at, job.spec.id)) == 1u);
+        RC_ASSERT(m.count(keys::due(store.shard_of(job.spec.id), *job.next_due_at, job.spec.id)) ==
+                  1u);
       }
     }
     // 6. cancelled incarnations gain no runs.
@@ -151,8 +152,10 @@ struct Sut {
     for (auto it = m.lower_bound(std::string(1, keys::kRun));
          it != m.end() && static_cast<std::uint8_t>(it->first[0]) == keys::kRun; ++it) {
       const RunRecord r = *decode_run(it->second);
-      if (r.state == RunState::kLeased) RC_ASSERT(m.count(keys::expiry(r.shard, r.lease_expiry, r.id)) == 1u);
-      if (r.state == RunState::kReady) RC_ASSERT(m.count(keys::ready(r.shard, r.priority, r.ready_at, r.id)) == 1u);
+      if (r.state == RunState::kLeased)
+        RC_ASSERT(m.count(keys::expiry(r.shard, r.lease_expiry, r.id)) == 1u);
+      if (r.state == RunState::kReady)
+        RC_ASSERT(m.count(keys::ready(r.shard, r.priority, r.ready_at, r.id)) == 1u);
     }
   }
 };
@@ -226,7 +229,9 @@ struct Lead : Cmd {
       RC_ASSERT(out.record.epoch == out.previous.epoch + 1);  // epochs strictly increase
     s.check_invariants();
   }
-  void show(std::ostream& os) const override { os << "Lead(" << node << ", shard " << shard << ")"; }
+  void show(std::ostream& os) const override {
+    os << "Lead(" << node << ", shard " << shard << ")";
+  }
 };
 
 // Dispatch or reap by a node with whatever epoch it believes (maybe stale).
@@ -239,7 +244,8 @@ struct LeaderWrite : Cmd {
   void run(const Model&, Sut& s) const override {
     const LeaderToken token{node, s.believed[{node, shard}]};
     const auto rec = s.leader(shard);
-    const bool valid = rec && rec->holder == node && rec->epoch == token.epoch && rec->expiry > s.now();
+    const bool valid =
+        rec && rec->holder == node && rec->epoch == token.epoch && rec->expiry > s.now();
     DispatchResult d;
     ReapResult rr;
     std::vector<std::string> due_before;
@@ -250,7 +256,8 @@ struct LeaderWrite : Cmd {
         due_before.push_back(it->first);
     }
     auto [applied, r] = s.txn(o, [&](Txn& t) {
-      return reap ? s.store.reap(t, shard, token, limit, &rr) : s.store.dispatch(t, shard, token, limit, &d);
+      return reap ? s.store.reap(t, shard, token, limit, &rr)
+                  : s.store.dispatch(t, shard, token, limit, &d);
     });
     // 5. stale-epoch writes never commit, and say why.
     if (!valid) {
@@ -266,7 +273,8 @@ struct LeaderWrite : Cmd {
       // A pass that did not hit its limit consumed every entry that was due
       // (each one turned into a run and a later entry).
       if (!d.more)
-        for (const std::string& k : due_before) RC_ASSERT(s.bench.storage.contents().count(k) == 0u);
+        for (const std::string& k : due_before)
+          RC_ASSERT(s.bench.storage.contents().count(k) == 0u);
     }
     if (applied && reap) {
       for (const RunId& id : rr.requeued) {
@@ -278,7 +286,8 @@ struct LeaderWrite : Cmd {
     s.check_invariants();
   }
   void show(std::ostream& os) const override {
-    os << (reap ? "Reap(" : "Dispatch(") << node << ", shard " << shard << ", limit " << limit << ")";
+    os << (reap ? "Reap(" : "Dispatch(") << node << ", shard " << shard << ", limit " << limit
+       << ")";
   }
 };
 
@@ -302,7 +311,7 @@ struct Claim : Cmd {
 struct Report : Cmd {
   std::size_t pick = *rc::gen::arbitrary<std::size_t>();
   bool prefer_stale = *rc::gen::arbitrary<bool>();  // steer towards superseded grants
-  int kind = *rc::gen::inRange(0, 4);  // 0 renew, 1 succeed, 2 fail, 3 release
+  int kind = *rc::gen::inRange(0, 4);               // 0 renew, 1 succeed, 2 fail, 3 release
   Outcome o = *gen_outcome();
   void checkPreconditions(const Model& m) const override { RC_PRE(m.grants > 0); }
   void run(const Model&, Sut& s) const override {
@@ -317,7 +326,8 @@ struct Report : Cmd {
     if (kind == 0) {
       RenewResult out;
       std::vector<RenewItem> items{{g.run, g.token}};
-      auto [applied, r] = s.txn(o, [&](Txn& t) { return s.store.renew(t, "w", items, kTtl, &out); });
+      auto [applied, r] =
+          s.txn(o, [&](Txn& t) { return s.store.renew(t, "w", items, kTtl, &out); });
       if (applied) {
         // 4. a stale token is never accepted.
         if (stale) RC_ASSERT(out.verdicts[0].verdict != WriteVerdict::kAccepted);
@@ -327,7 +337,9 @@ struct Report : Cmd {
         }
       }
     } else {
-      const RunStatus st = kind == 1 ? RunStatus::kSucceeded : kind == 2 ? RunStatus::kFailed : RunStatus::kStopped;
+      const RunStatus st = kind == 1   ? RunStatus::kSucceeded
+                           : kind == 2 ? RunStatus::kFailed
+                                       : RunStatus::kStopped;
       CompleteResult out;
       std::vector<CompleteItem> items{{g.run, g.token, st, 0, ""}};
       auto [applied, r] = s.txn(o, [&](Txn& t) { return s.store.complete(t, "w", items, &out); });
@@ -340,16 +352,18 @@ struct Report : Cmd {
     }
     s.check_invariants();
   }
-  void show(std::ostream& os) const override { os << "Report(kind " << kind << ", pick " << pick << ")"; }
+  void show(std::ostream& os) const override {
+    os << "Report(kind " << kind << ", pick " << pick << ")";
+  }
 };
 
 void run_property(PlantedBugs bugs) {
   Model model;
   Sut sut(bugs);
-  rc::state::check(model, sut,
-                   rc::state::gen::execOneOfWithArgs<Create, Cancel, Advance, Advance, Lead, Lead, LeaderWrite,
-                                                     LeaderWrite, LeaderWrite, Claim, Claim, Report,
-                                                     Report>());
+  rc::state::check(
+      model, sut,
+      rc::state::gen::execOneOfWithArgs<Create, Cancel, Advance, Advance, Lead, Lead, LeaderWrite,
+                                        LeaderWrite, LeaderWrite, Claim, Claim, Report, Report>());
 }
 
 RC_GTEST_PROP(KernelStateful, SafetyUnderEveryCommitOutcome, ()) { run_property({}); }
@@ -372,14 +386,16 @@ bool check_seeded(std::uint64_t seed, int tests, PlantedBugs bugs, bool print) {
 
 // 2,000 more histories on fixed seeds (reproducible in CI).
 TEST(KernelStateful, SafetyUnderEveryCommitOutcomeMoreHistories) {
-  for (std::uint64_t seed = 1; seed <= 4; ++seed) ASSERT_TRUE(check_seeded(seed, 500, {}, false)) << seed;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed)
+    ASSERT_TRUE(check_seeded(seed, 500, {}, false)) << seed;
 }
 
 // The same property must catch each planted bug that breaks a safety rule
 // at the transaction level (no_lease_expiry is a liveness bug, ack_before_effect
 // and unknown_as_failure live in the node/worker: the simulator catches those).
 TEST(KernelStateful, CatchesPlantedBugs) {
-  for (const char* name : {"ignore-fencing", "reuse-token", "skip-epoch-check", "non-atomic-dispatch"}) {
+  for (const char* name :
+       {"ignore-fencing", "reuse-token", "skip-epoch-check", "non-atomic-dispatch"}) {
     PlantedBugs bugs;
     ASSERT_TRUE(set_planted_bug(bugs, name));
     std::fprintf(stderr, "--- expecting a failure with --inject-bug=%s\n", name);

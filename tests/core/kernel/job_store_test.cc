@@ -25,17 +25,18 @@ class JobStoreTest : public ::testing::Test {
   }
   LeaderToken lead(std::uint32_t shard, const std::string& node = "n1") {
     LeadershipResult out;
-    auto r = b.run([&](Txn& t) {
-      return store.acquire_or_renew(t, shard, node, 0, absl::Seconds(10), &out);
-    });
+    auto r = b.run(
+        [&](Txn& t) { return store.acquire_or_renew(t, shard, node, 0, absl::Seconds(10), &out); });
     EXPECT_TRUE(r.committed());
     return {node, out.record.epoch};
   }
   DispatchResult dispatch(std::uint32_t shard, const LeaderToken& l, TxnResult* res = nullptr) {
     DispatchResult out;
     auto r = b.run([&](Txn& t) { return store.dispatch(t, shard, l, 100, &out); });
-    if (res) *res = r;
-    else EXPECT_TRUE(r.committed()) << r.status;
+    if (res)
+      *res = r;
+    else
+      EXPECT_TRUE(r.committed()) << r.status;
     return out;
   }
   ClaimResult claim(const std::string& worker, std::uint32_t n = 10) {
@@ -45,7 +46,8 @@ class JobStoreTest : public ::testing::Test {
     EXPECT_TRUE(r.committed()) << r.status;
     return out;
   }
-  CompleteResult complete(const RunId& id, std::uint64_t token, RunStatus s = RunStatus::kSucceeded) {
+  CompleteResult complete(const RunId& id, std::uint64_t token,
+                          RunStatus s = RunStatus::kSucceeded) {
     CompleteResult out;
     std::vector<CompleteItem> items{{id, token, s, 0, ""}};
     auto r = b.run([&](Txn& t) { return store.complete(t, "w", items, &out); });
@@ -80,11 +82,13 @@ TEST_F(JobStoreTest, CreateIsIdempotentAndRejectsADifferentSpec) {
   ASSERT_TRUE(j.next_due_at.has_value());
   EXPECT_EQ(*j.next_due_at, T0());  // interval fires at its start
   CreateResult again;
-  ASSERT_TRUE(b.run([&](Txn& t) { return store.create(t, interval_job("a"), &again); }).committed());
+  ASSERT_TRUE(
+      b.run([&](Txn& t) { return store.create(t, interval_job("a"), &again); }).committed());
   EXPECT_FALSE(again.created);
   EXPECT_EQ(again.job, j);
   CreateResult other;
-  auto r = b.run([&](Txn& t) { return store.create(t, interval_job("a", absl::Minutes(2)), &other); });
+  auto r =
+      b.run([&](Txn& t) { return store.create(t, interval_job("a", absl::Minutes(2)), &other); });
   EXPECT_EQ(r.outcome, CommitOutcome::kAborted);
   EXPECT_EQ(r.status.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(r.status.message().find("job 'a'"), std::string::npos);
@@ -124,7 +128,7 @@ TEST_F(JobStoreTest, ListPagesByKey) {
 TEST_F(JobStoreTest, DispatchCreatesRunAndAdvancesTheDueEntryAtomically) {
   // Issue 6: a 10-minute misfire threshold keeps the 3-minute lag below a
   // misfire, so each occurrence fires on its own (tests/policy covers misfires
-// and overlap).
+  // and overlap).
   JobSpec spec = interval_job("a");
   spec.policy.misfire_threshold = absl::Minutes(10);
   spec.policy.overlap = OverlapPolicy::kAllow;  // the first run never finishes here
@@ -176,7 +180,8 @@ TEST_F(JobStoreTest, DispatchIsIdempotentOnTheRunKey) {
   // A retried creation of the same occurrence (what the second half of a
   // dispatch does after an unknown outcome) creates nothing.
   DispatchResult again;
-  ASSERT_TRUE(b.run([&](Txn& t) { return store.create_runs(t, s, l, {first}, true, &again); }).committed());
+  ASSERT_TRUE(
+      b.run([&](Txn& t) { return store.create_runs(t, s, l, {first}, true, &again); }).committed());
   EXPECT_TRUE(again.dispatched.empty());
   EXPECT_EQ(count_prefix(keys::kRun), 1u);
   EXPECT_EQ(count_prefix(keys::kReady), 1u);
@@ -291,9 +296,11 @@ TEST_F(JobStoreTest, StoppedOutcomeReleasesTheRun) {
   const std::uint32_t s = store.shard_of("a");
   dispatch(s, lead(s));
   const RunRecord g = claim("w1").grants.at(0).run;
-  EXPECT_EQ(complete(g.id, g.token, RunStatus::kStopped).verdicts[0].verdict, WriteVerdict::kAccepted);
+  EXPECT_EQ(complete(g.id, g.token, RunStatus::kStopped).verdicts[0].verdict,
+            WriteVerdict::kAccepted);
   EXPECT_EQ(run_of(g.id)->state, RunState::kReady);
-  EXPECT_EQ(complete(g.id, g.token, RunStatus::kStopped).verdicts[0].verdict, WriteVerdict::kAccepted);
+  EXPECT_EQ(complete(g.id, g.token, RunStatus::kStopped).verdicts[0].verdict,
+            WriteVerdict::kAccepted);
   const RunRecord g2 = claim("w2").grants.at(0).run;
   EXPECT_GT(g2.token, g.token);
 }
@@ -318,7 +325,8 @@ TEST_F(JobStoreTest, CancelWithdrawsReadyRunsAndStopsFutureOnes) {
   create(interval_job("a"));
   create(interval_job("b"));
   const LeaderToken la = lead(store.shard_of("a"));
-  const LeaderToken lb = store.shard_of("b") == store.shard_of("a") ? la : lead(store.shard_of("b"));
+  const LeaderToken lb =
+      store.shard_of("b") == store.shard_of("a") ? la : lead(store.shard_of("b"));
   dispatch(store.shard_of("a"), la);
   if (store.shard_of("b") != store.shard_of("a")) dispatch(store.shard_of("b"), lb);
   // b's run is claimed (running); a's run is still ready.
@@ -335,7 +343,8 @@ TEST_F(JobStoreTest, CancelWithdrawsReadyRunsAndStopsFutureOnes) {
   ASSERT_TRUE(b.run([&](Txn& t) { return store.cancel(t, "b", &cb); }).committed());
   EXPECT_EQ(cb.running_runs, 1u);
   // The running one may finish.
-  EXPECT_EQ(complete(c.grants[0].run.id, c.grants[0].run.token).verdicts[0].verdict, WriteVerdict::kAccepted);
+  EXPECT_EQ(complete(c.grants[0].run.id, c.grants[0].run.token).verdicts[0].verdict,
+            WriteVerdict::kAccepted);
   // Nothing new is dispatched for either job, ever.
   b.clock.advance(absl::Hours(1));
   EXPECT_TRUE(dispatch(store.shard_of("a"), lead(store.shard_of("a"))).dispatched.empty());
@@ -362,7 +371,9 @@ TEST_F(JobStoreTest, HigherPriorityIsClaimedFirst) {
   LeadershipResult lr;
   b.run([&](Txn& t) { return one.acquire_or_renew(t, 0, "n", 0, absl::Seconds(10), &lr); });
   DispatchResult d;
-  ASSERT_TRUE(b.run([&](Txn& t) { return one.dispatch(t, 0, {"n", lr.record.epoch}, 10, &d); }).committed());
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return one.dispatch(t, 0, {"n", lr.record.epoch}, 10, &d);
+               }).committed());
   ClaimResult c;
   ClaimArgs a{"w", 1, absl::Seconds(30), 0};
   ASSERT_TRUE(b.run([&](Txn& t) { return one.claim(t, a, &c); }).committed());
@@ -389,7 +400,9 @@ TEST_F(JobStoreTest, PlantedBugs) {
   ASSERT_TRUE(b.run([&](Txn& t) { return buggy.create(t, interval_job("a"), &cr); }).committed());
   const std::uint32_t s = buggy.shard_of("a");
   DispatchResult d;  // skip_epoch_check: no leader record at all, still dispatches
-  ASSERT_TRUE(b.run([&](Txn& t) { return buggy.dispatch(t, s, {"nobody", 9}, 10, &d); }).committed());
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return buggy.dispatch(t, s, {"nobody", 9}, 10, &d);
+               }).committed());
   EXPECT_EQ(d.dispatched.size(), 1u);
   ClaimResult c;
   ClaimArgs a{"w", 1, absl::Seconds(30), 0};
@@ -426,7 +439,9 @@ TEST_F(JobStoreTest, PlantedBugs) {
   ASSERT_TRUE(b.run([&](Txn& t) { return split.create(t, interval_job("n"), &cr); }).committed());
   const std::uint32_t sn = split.shard_of("n");
   b.run([&](Txn& t) { return split.acquire_or_renew(t, sn, "n", 0, absl::Seconds(100), &lr); });
-  ASSERT_TRUE(b.run([&](Txn& t) { return split.dispatch(t, sn, {"n", lr.record.epoch}, 1, &d); }).committed());
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return split.dispatch(t, sn, {"n", lr.record.epoch}, 1, &d);
+               }).committed());
   EXPECT_TRUE(d.dispatched.empty());
   EXPECT_FALSE(d.to_create.empty());
 }

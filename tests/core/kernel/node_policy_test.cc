@@ -6,10 +6,10 @@
 #include "core/kernel/keyspace.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "tests/support/fake_world.h"
-#include "tests/support/kernel_test_util.h"
 #include "core/twins/manual_clock.h"
 #include "core/twins/memory_event_log.h"
+#include "tests/support/fake_world.h"
+#include "tests/support/kernel_test_util.h"
 
 namespace kairos {
 namespace {
@@ -48,7 +48,8 @@ struct World {
     c.node_id = "n1";
     c.shard_count = 1;
     c.poll_interval = absl::Milliseconds(500);
-    node = std::make_unique<SchedulerNode>(node_clock, loop, mem, node_ep, random, events, metrics, c);
+    node =
+        std::make_unique<SchedulerNode>(node_clock, loop, mem, node_ep, random, events, metrics, c);
   }
   std::vector<RunRecord> runs() const { return testing::stored_runs(mem); }
 };
@@ -78,7 +79,8 @@ TEST(WorkerTimeout, RunIsStoppedAtItsTimeoutAndRetriedAsAFailure) {
   EXPECT_EQ(runs[0].attempts[0].end, AttemptEnd::kTimedOut);
   // Timed out at start + 1m (the lease was renewed meanwhile).
   EXPECT_GE(runs[0].attempts[0].finished_at - runs[0].attempts[0].claimed_at, absl::Minutes(1));
-  EXPECT_LT(runs[0].attempts[0].finished_at - runs[0].attempts[0].claimed_at, absl::Minutes(1) + absl::Seconds(5));
+  EXPECT_LT(runs[0].attempts[0].finished_at - runs[0].attempts[0].claimed_at,
+            absl::Minutes(1) + absl::Seconds(5));
 }
 
 TEST(ClockSanity, SkewedNodeStopsLeadingAndClaimingThenResumes) {
@@ -128,13 +130,15 @@ TEST(ClockSanity, WorkerMovesOnFromANodeThatRefusesClaims) {
   SchedulerNode healthy(w.clock, w.loop, w.mem, healthy_ep, r2, e2, m2, c);
   testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Seconds(1));
   // The refusing node first.
-  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id(), healthy_ep.id()}, 3);
+  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id(), healthy_ep.id()},
+                         3);
   w.node_clock.offset = absl::Minutes(5);
   w.node->start();
   healthy.start();
   tw.worker.start();
   bool created = false;
-  healthy.create_job(once_job("a", T0() + absl::Seconds(10)), [&](auto res) { created = res.ok(); });
+  healthy.create_job(once_job("a", T0() + absl::Seconds(10)),
+                     [&](auto res) { created = res.ok(); });
   w.stepper.run(absl::Minutes(2));
   ASSERT_TRUE(created);
   EXPECT_FALSE(w.node->clock_sane());

@@ -1,16 +1,15 @@
 // SchedulerNode and Worker over every commit outcome.
-#include "core/kernel/scheduler_node.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "core/kernel/keyspace.h"
+#include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "tests/support/fake_world.h"
-#include "tests/support/kernel_test_util.h"
 #include "core/twins/manual_clock.h"
 #include "core/twins/memory_event_log.h"
+#include "tests/support/fake_world.h"
+#include "tests/support/kernel_test_util.h"
 
 namespace kairos {
 namespace {
@@ -101,11 +100,16 @@ TEST_P(FaultyPipeline, EveryOccurrenceRunsAndTokensFence) {
   w.storage.set_fault_fn([&] {
     if (!faulty) return Fault::kNone;
     switch (faults.below(10)) {
-      case 0: return Fault::kUnknownApplied;
-      case 1: return Fault::kUnknownNotApplied;
-      case 2: return Fault::kConflict;
-      case 3: return Fault::kUnavailable;
-      default: return Fault::kNone;
+      case 0:
+        return Fault::kUnknownApplied;
+      case 1:
+        return Fault::kUnknownNotApplied;
+      case 2:
+        return Fault::kConflict;
+      case 3:
+        return Fault::kUnavailable;
+      default:
+        return Fault::kNone;
     }
   });
   testing::Sink sink;
@@ -143,7 +147,8 @@ TEST_P(FaultyPipeline, EveryOccurrenceRunsAndTokensFence) {
   }
   for (int i = 0; i < 4; ++i) {
     const auto& s = nominals["job" + std::to_string(i)];
-    for (absl::Time t = T0() + absl::Minutes(1); t <= horizon; t += absl::Minutes(1)) EXPECT_TRUE(s.count(t)) << i;
+    for (absl::Time t = T0() + absl::Minutes(1); t <= horizon; t += absl::Minutes(1))
+      EXPECT_TRUE(s.count(t)) << i;
   }
   EXPECT_EQ(nominals["once"].size(), 1u);
   // Effects of one occurrence carry distinct, increasing tokens: a retry, not
@@ -242,12 +247,14 @@ TEST(SchedulerNode, NonLeaderWaitsOutTheHoldersLeaseThenTakesOver) {
   const absl::Duration watched = absl::Minutes(1);
   stepper.run(watched);
   EXPECT_FALSE(b.leads(0));
-  const auto leader_txns = mb.counter_value("kairos_txn_total{op=\"leader\",outcome=\"committed\"}");
+  const auto leader_txns =
+      mb.counter_value("kairos_txn_total{op=\"leader\",outcome=\"committed\"}");
   const std::int64_t ticks = watched / b.config().poll_interval;
   const std::int64_t per_lease = b.config().lease.leader_ttl / b.config().poll_interval;
   EXPECT_GE(leader_txns, 1);
-  EXPECT_LE(leader_txns, 2 * ticks / per_lease + 2);  // about one per leader lease, not one per tick
-  a.stop();  // the holder dies; its lease lapses within leader_ttl
+  EXPECT_LE(leader_txns,
+            2 * ticks / per_lease + 2);  // about one per leader lease, not one per tick
+  a.stop();                              // the holder dies; its lease lapses within leader_ttl
   stepper.run(b.config().lease.leader_ttl + 3 * b.config().poll_interval);
   EXPECT_TRUE(b.leads(0));
 }
@@ -293,8 +300,9 @@ TEST(SchedulerNode, ConfigValidationNamesTheField) {
   w.nodes = {1};
   EXPECT_TRUE(validate(w).ok());
   w.claim_wait = w.lease.lease_ttl;  // grants would arrive with their lease nearly gone
-  EXPECT_NE(validate(w).message().find("worker.claim_wait: must be at most half of lease.lease_ttl"),
-            std::string::npos);
+  EXPECT_NE(
+      validate(w).message().find("worker.claim_wait: must be at most half of lease.lease_ttl"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -54,7 +54,11 @@ struct Sut {
     CreateResult out;
     RC_ASSERT(bench.run([&](Txn& t) { return store.create(t, spec, &out); }).committed());
     LeadershipResult l;
-    RC_ASSERT(bench.run([&](Txn& t) { return store.acquire_or_renew(t, 0, "n", 0, absl::Hours(100000), &l); }).committed());
+    RC_ASSERT(bench
+                  .run([&](Txn& t) {
+                    return store.acquire_or_renew(t, 0, "n", 0, absl::Hours(100000), &l);
+                  })
+                  .committed());
     leader = {"n", l.record.epoch};
   }
   testing::Bench bench;
@@ -84,11 +88,14 @@ struct Sut {
   bool lateness_ok(const LedgerRecord& l) const {
     switch (l.outcome) {
       case LedgerOutcome::kFired:
-      case LedgerOutcome::kMovedDst: return l.lateness <= policy.misfire_threshold;
-      case LedgerOutcome::kLate: return l.lateness > policy.misfire_threshold;
+      case LedgerOutcome::kMovedDst:
+        return l.lateness <= policy.misfire_threshold;
+      case LedgerOutcome::kLate:
+        return l.lateness > policy.misfire_threshold;
       case LedgerOutcome::kSkippedMisfire:
         return policy.misfire != MisfirePolicy::kSkip || l.lateness > policy.misfire_threshold;
-      default: return true;
+      default:
+        return true;
     }
   }
 
@@ -130,7 +137,8 @@ struct Sut {
       RC_ASSERT(r.attempts.size() <= policy.max_attempts);
       if (r.state == RunState::kReady || r.state == RunState::kLeased) ++active;
       if (r.state == RunState::kWaiting) ++waiting;
-      if (r.state == RunState::kReady) RC_ASSERT(m().count(keys::ready(r.shard, r.priority, r.ready_at, r.id)) == 1u);
+      if (r.state == RunState::kReady)
+        RC_ASSERT(m().count(keys::ready(r.shard, r.priority, r.ready_at, r.id)) == 1u);
       RC_ASSERT(m().count(keys::open_run(r.id)) == (is_terminal(r.state) ? 0u : 1u));
     }
     // 3. overlap bounds.
@@ -147,8 +155,8 @@ struct Sut {
       RC_ASSERT(lateness_ok(rec));
       if (rec.outcome == LedgerOutcome::kManual) continue;
       std::uint64_t n = 0;
-      for (auto f = schedule->next_after(rec.nominal - absl::Microseconds(1)); f && f->nominal <= rec.through;
-           f = schedule->next_after(f->nominal)) {
+      for (auto f = schedule->next_after(rec.nominal - absl::Microseconds(1));
+           f && f->nominal <= rec.through; f = schedule->next_after(f->nominal)) {
         ++covered[f->nominal];
         ++n;
       }
@@ -200,7 +208,8 @@ struct Dispatch : Cmd {
         if (std::get<std::uint64_t>(*e.find("fired")) == 0 || !job.next_due_at) continue;
         for (const RunRecord& r : d.dispatched) {
           auto next = s.schedule->next_after(r.id.nominal);
-          if (next && next->at <= s.now()) RC_ASSERT(*job.next_due_at >= s.now() + s.policy.catch_up_spacing);
+          if (next && next->at <= s.now())
+            RC_ASSERT(*job.next_due_at >= s.now() + s.policy.catch_up_spacing);
         }
       }
     }
@@ -225,8 +234,9 @@ struct Claim : Cmd {
 
 struct Report : Cmd {
   std::size_t pick = *rc::gen::arbitrary<std::size_t>();
-  RunStatus status = *rc::gen::element(RunStatus::kSucceeded, RunStatus::kFailed, RunStatus::kFailed,
-                                       RunStatus::kFailedPermanent, RunStatus::kTimedOut, RunStatus::kStopped);
+  RunStatus status =
+      *rc::gen::element(RunStatus::kSucceeded, RunStatus::kFailed, RunStatus::kFailed,
+                        RunStatus::kFailedPermanent, RunStatus::kTimedOut, RunStatus::kStopped);
   Outcome o = *gen_outcome();
   void checkPreconditions(const Model& m) const override { RC_PRE(m.grants > 0); }
   void run(const Model&, Sut& s) const override {
@@ -234,7 +244,8 @@ struct Report : Cmd {
     const RunRecord g = s.grants[pick % s.grants.size()];
     CompleteResult out;
     std::vector<CompleteItem> items{{g.id, g.token, status, 0, ""}};
-    if (s.txn(o, [&](Txn& t) { return s.store.complete(t, "w", items, &out); })) s.check_events(out.events);
+    if (s.txn(o, [&](Txn& t) { return s.store.complete(t, "w", items, &out); }))
+      s.check_events(out.events);
     s.check_invariants();
   }
   void show(std::ostream& os) const override {
@@ -246,7 +257,8 @@ struct Reap : Cmd {
   Outcome o = *gen_outcome();
   void run(const Model&, Sut& s) const override {
     ReapResult out;
-    if (s.txn(o, [&](Txn& t) { return s.store.reap(t, 0, s.leader, 10, &out); })) s.check_events(out.events);
+    if (s.txn(o, [&](Txn& t) { return s.store.reap(t, 0, s.leader, 10, &out); }))
+      s.check_events(out.events);
     s.check_invariants();
   }
   void show(std::ostream& os) const override { os << "Reap"; }
@@ -269,7 +281,9 @@ struct PauseResume : Cmd {
   Outcome o = *gen_outcome();
   void run(const Model&, Sut& s) const override {
     ControlResult out;
-    s.txn(o, [&](Txn& t) { return pause ? s.store.pause(t, "j", &out) : s.store.resume(t, "j", &out); });
+    s.txn(o, [&](Txn& t) {
+      return pause ? s.store.pause(t, "j", &out) : s.store.resume(t, "j", &out);
+    });
     s.check_invariants();
   }
   void show(std::ostream& os) const override { os << (pause ? "Pause" : "Resume"); }
@@ -283,11 +297,13 @@ rc::Gen<JobPolicy> gen_policy() {
     p.retry_multiplier_percent = *rc::gen::element<std::uint32_t>(100, 150, 200, 300);
     p.retry_max = p.retry_initial * *rc::gen::inRange(1, 10);
     p.retry_jitter_percent = *rc::gen::element<std::uint32_t>(0, 20, 50, 100);
-    p.misfire = *rc::gen::element(MisfirePolicy::kRunOnce, MisfirePolicy::kCatchUp, MisfirePolicy::kSkip);
+    p.misfire =
+        *rc::gen::element(MisfirePolicy::kRunOnce, MisfirePolicy::kCatchUp, MisfirePolicy::kSkip);
     p.misfire_threshold = absl::Seconds(*rc::gen::element(0, 20, 60, 120));
     p.catch_up_max = *rc::gen::inRange<std::uint32_t>(1, 6);
     p.catch_up_spacing = absl::Seconds(*rc::gen::element(0, 5, 45));
-    p.overlap = *rc::gen::element(OverlapPolicy::kSkip, OverlapPolicy::kQueue, OverlapPolicy::kAllow);
+    p.overlap =
+        *rc::gen::element(OverlapPolicy::kSkip, OverlapPolicy::kQueue, OverlapPolicy::kAllow);
     p.max_concurrent = *rc::gen::inRange<std::uint32_t>(1, 4);
     return p;
   });
@@ -297,9 +313,10 @@ void run_property(PlantedBugs bugs) {
   const JobPolicy p = *gen_policy();
   Model model;
   Sut sut(p, bugs);
-  rc::state::check(model, sut,
-                   rc::state::gen::execOneOfWithArgs<Advance, Advance, Dispatch, Dispatch, Claim, Claim, Report,
-                                                     Report, Reap, Trigger, PauseResume>());
+  rc::state::check(
+      model, sut,
+      rc::state::gen::execOneOfWithArgs<Advance, Advance, Dispatch, Dispatch, Claim, Claim, Report,
+                                        Report, Reap, Trigger, PauseResume>());
 }
 
 RC_GTEST_PROP(PolicyStateful, PolicyInvariantsUnderEveryCommitOutcome, ()) { run_property({}); }
@@ -319,7 +336,8 @@ bool check_seeded(std::uint64_t seed, int tests, PlantedBugs bugs, bool print) {
 }
 
 TEST(PolicyStateful, MoreHistoriesOnFixedSeeds) {
-  for (std::uint64_t seed = 1; seed <= 3; ++seed) ASSERT_TRUE(check_seeded(seed, 300, {}, false)) << seed;
+  for (std::uint64_t seed = 1; seed <= 3; ++seed)
+    ASSERT_TRUE(check_seeded(seed, 300, {}, false)) << seed;
 }
 
 TEST(PolicyStateful, CatchesPlantedPolicyBugs) {
@@ -357,9 +375,14 @@ RC_GTEST_PROP(PriorityProperty, ClaimOrderFollowsTheDocumentedRule, ()) {
   }
   bench.clock.set(now);
   LeadershipResult l;
-  RC_ASSERT(bench.run([&](Txn& t) { return store.acquire_or_renew(t, 0, "n", 0, absl::Hours(1), &l); }).committed());
+  RC_ASSERT(
+      bench.run([&](Txn& t) { return store.acquire_or_renew(t, 0, "n", 0, absl::Hours(1), &l); })
+          .committed());
   DispatchResult d;
-  RC_ASSERT(bench.run([&](Txn& t) { return store.dispatch(t, 0, {"n", l.record.epoch}, 100, &d); }).committed());
+  RC_ASSERT(bench.run([&](Txn& t) {
+                   return store.dispatch(t, 0, {"n", l.record.epoch}, 100, &d);
+                 })
+                .committed());
   RC_ASSERT(d.dispatched.size() == static_cast<std::size_t>(n));
   // The model's order.
   const absl::Duration bound = store.options().starvation_bound;
@@ -369,7 +392,8 @@ RC_GTEST_PROP(PriorityProperty, ClaimOrderFollowsTheDocumentedRule, ()) {
   std::sort(starved.begin(), starved.end(), [&](const Item& a, const Item& b) {
     return std::make_pair(a.at, key(a)) < std::make_pair(b.at, key(b));
   });
-  std::sort(fresh.begin(), fresh.end(), [&](const Item& a, const Item& b) { return key(a) < key(b); });
+  std::sort(fresh.begin(), fresh.end(),
+            [&](const Item& a, const Item& b) { return key(a) < key(b); });
   std::vector<std::string> want;
   for (const auto& i : starved) want.push_back(i.id);
   for (const auto& i : fresh) want.push_back(i.id);

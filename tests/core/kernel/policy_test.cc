@@ -17,7 +17,8 @@ using testing::with_overlap;
 TEST(RetryMath, DefaultsDoubleFrom10sCappedAt5m) {
   const JobPolicy p;
   const std::int64_t want[] = {10, 20, 40, 80, 160, 300, 300};
-  for (std::uint32_t k = 1; k <= 7; ++k) EXPECT_EQ(retry_base_delay(p, k), absl::Seconds(want[k - 1])) << k;
+  for (std::uint32_t k = 1; k <= 7; ++k)
+    EXPECT_EQ(retry_base_delay(p, k), absl::Seconds(want[k - 1])) << k;
 }
 
 TEST(RetryMath, JitterIsDeterministicAndWithinBounds) {
@@ -409,7 +410,8 @@ TEST_F(RetentionTest, ACancelledJobsLedgerAndRunsAreSweptOnceOld) {
     b.clock.advance(absl::Minutes(1));
   }
   ASSERT_EQ(ledger("a").size(), 4u);
-  auto [r, out] = body<CancelResult>([&](Txn& t, CancelResult* o) { return store.cancel(t, "a", o); });
+  auto [r, out] =
+      body<CancelResult>([&](Txn& t, CancelResult* o) { return store.cancel(t, "a", o); });
   ASSERT_TRUE(r.committed()) << r.status;
   ASSERT_EQ(ledger("a").size(), 5u);  // + T0+4m, due at the cancel: "cancelled before dispatch"
   reap();
@@ -420,12 +422,13 @@ TEST_F(RetentionTest, ACancelledJobsLedgerAndRunsAreSweptOnceOld) {
   reap();
   reap();
   EXPECT_TRUE(ledger("a").empty());
-  EXPECT_TRUE(runs("a").empty());  // each record's run went with it
+  EXPECT_TRUE(runs("a").empty());                   // each record's run went with it
   EXPECT_EQ(job("a").state, JobState::kCancelled);  // the job itself stays visible
   EXPECT_EQ(job("a").ledger_count, 0u);
   const auto& m = b.storage.contents();
   auto x = m.lower_bound(std::string(1, keys::kSweep));
-  EXPECT_TRUE(x == m.end() || static_cast<std::uint8_t>(x->first[0]) != keys::kSweep);  // entry dropped
+  EXPECT_TRUE(x == m.end() ||
+              static_cast<std::uint8_t>(x->first[0]) != keys::kSweep);  // entry dropped
 }
 
 TEST_F(PolicyTest, LedgerQueryByTimeRange) {
@@ -439,7 +442,8 @@ TEST_F(PolicyTest, LedgerQueryByTimeRange) {
   q.job_id = "a";
   q.from = T0() + absl::Minutes(1);
   q.to = T0() + absl::Minutes(3);
-  auto [r, out] = body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
+  auto [r, out] =
+      body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
   ASSERT_TRUE(r.committed());
   ASSERT_EQ(out.records.size(), 2u);
   EXPECT_EQ(out.records[0].nominal, T0() + absl::Minutes(1));
@@ -454,7 +458,8 @@ TEST_F(PolicyTest, LedgerQueryFindsARangeRecordStartingBeforeFrom) {
   q.job_id = "a";
   q.from = T0() + absl::Minutes(4);  // "why didn't T0+4m run?"
   q.to = T0() + absl::Minutes(5);
-  auto [r, out] = body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
+  auto [r, out] =
+      body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
   ASSERT_TRUE(r.committed());
   ASSERT_EQ(out.records.size(), 1u);
   EXPECT_EQ(out.records[0].outcome, LedgerOutcome::kCoalesced);
@@ -465,7 +470,8 @@ TEST_F(PolicyTest, LedgerQueryFindsARangeRecordStartingBeforeFrom) {
   q.from = T0() + absl::Minutes(9) + absl::Seconds(1);
   q.to = absl::InfiniteFuture();
   q.limit = 1;
-  auto [r2, out2] = body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
+  auto [r2, out2] =
+      body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
   ASSERT_TRUE(r2.committed());
   ASSERT_EQ(out2.records.size(), 1u);
   EXPECT_EQ(out2.records[0].nominal, T0() + absl::Minutes(10));

@@ -57,7 +57,8 @@ TEST(Records, StrictDecode) {
   EXPECT_FALSE(decode_run(good + "x").ok());
   std::string v2 = good;
   v2[0] = 3;
-  EXPECT_NE(decode_run(v2).status().message().find("unsupported record version 3"), std::string::npos);
+  EXPECT_NE(decode_run(v2).status().message().find("unsupported record version 3"),
+            std::string::npos);
 }
 
 TEST(Keyspace, OrderAndParse) {

@@ -67,8 +67,11 @@ rc::Gen<Message> gen_message() {
       case 1: {
         ClaimResponse m{id, {}};
         m.grants = *small_vec(rc::gen::exec([] {
-          return WireGrant{*gen_run(), *rc::gen::arbitrary<std::uint32_t>(),
-                           *rc::gen::arbitrary<std::uint64_t>(), *gen_duration(), *gen_payload(),
+          return WireGrant{*gen_run(),
+                           *rc::gen::arbitrary<std::uint32_t>(),
+                           *rc::gen::arbitrary<std::uint64_t>(),
+                           *gen_duration(),
+                           *gen_payload(),
                            *gen_duration()};
         }));
         return m;
@@ -80,7 +83,8 @@ rc::Gen<Message> gen_message() {
         }));
         return m;
       }
-      case 3: return RenewResponse{id, *small_vec(gen_verdict())};
+      case 3:
+        return RenewResponse{id, *small_vec(gen_verdict())};
       case 4: {
         CompleteRequest m{id, *gen_str(), {}};
         m.items = *small_vec(rc::gen::exec([] {
@@ -90,8 +94,10 @@ rc::Gen<Message> gen_message() {
         }));
         return m;
       }
-      case 5: return CompleteResponse{id, *small_vec(gen_verdict())};
-      default: return ErrorMessage{id, *rc::gen::inRange<std::uint32_t>(0, 17), *gen_str()};
+      case 5:
+        return CompleteResponse{id, *small_vec(gen_verdict())};
+      default:
+        return ErrorMessage{id, *rc::gen::inRange<std::uint32_t>(0, 17), *gen_str()};
     }
   });
 }
@@ -127,7 +133,9 @@ RC_GTEST_PROP(Wire, CorruptionNeverCrashes, ()) {
   (void)decode(bytes);
 }
 
-std::string message_of(std::string_view bytes) { return std::string(decode(bytes).status().message()); }
+std::string message_of(std::string_view bytes) {
+  return std::string(decode(bytes).status().message());
+}
 
 TEST(Wire, MalformedFramesNameTheProblem) {
   std::string good = encode(ClaimRequest{7, "w", 4, absl::Seconds(5)});
@@ -144,8 +152,9 @@ TEST(Wire, MalformedFramesNameTheProblem) {
   bad[7] = 0x7f;  // length far beyond the limit
   EXPECT_NE(message_of(bad).find("exceeds the limit"), std::string::npos);
   EXPECT_NE(message_of(good + "zz").find("header.length"), std::string::npos);
-  EXPECT_NE(message_of(encode(ClaimRequest{7, "w", 0, absl::Seconds(5)})).find("claim_request.max_runs"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of(encode(ClaimRequest{7, "w", 0, absl::Seconds(5)})).find("claim_request.max_runs"),
+      std::string::npos);
   // A batch count larger than the remaining bytes is rejected before allocating.
   std::string huge = encode(RenewResponse{1, {}});
   huge[16] = '\xff';

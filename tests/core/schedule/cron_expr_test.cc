@@ -1,7 +1,8 @@
 // Syntax of cron expressions: every element, the day-matching rule, errors.
+#include "core/schedule/cron_expr.h"
+
 #include <gtest/gtest.h>
 
-#include "core/schedule/cron_expr.h"
 #include "core/base/stable_hash.h"
 #include "tests/support/cron_test_util.h"
 
@@ -100,42 +101,55 @@ TEST(CronExprTest, WildcardIsVixiesRule) {
 TEST(CronExprTest, DayMatchingRule) {
   // Both restricted: either matches. 2026-03-01 is a Sunday.
   EXPECT_EQ(Next("0 0 13 * FRI", "2026-03-01T00:00:00Z", 4),
-            (std::vector<std::string>{"2026-03-06T00:00:00Z", "2026-03-13T00:00:00Z", "2026-03-20T00:00:00Z",
-                                      "2026-03-27T00:00:00Z"}));
+            (std::vector<std::string>{"2026-03-06T00:00:00Z", "2026-03-13T00:00:00Z",
+                                      "2026-03-20T00:00:00Z", "2026-03-27T00:00:00Z"}));
   // Only day-of-week restricted: Fridays only.
   EXPECT_EQ(Next("0 0 * * FRI", "2026-03-01T00:00:00Z", 2),
             (std::vector<std::string>{"2026-03-06T00:00:00Z", "2026-03-13T00:00:00Z"}));
-  EXPECT_EQ(Next("0 0 ? * FRI", "2026-03-01T00:00:00Z", 1), (std::vector<std::string>{"2026-03-06T00:00:00Z"}));
-  EXPECT_EQ(Next("0 0 */1 * FRI", "2026-03-01T00:00:00Z", 1), (std::vector<std::string>{"2026-03-06T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 ? * FRI", "2026-03-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-03-06T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 */1 * FRI", "2026-03-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-03-06T00:00:00Z"}));
   // */2 in day-of-month is restricted: odd days OR Fridays.
   EXPECT_EQ(Next("0 0 */2 * FRI", "2026-03-01T00:00:00Z", 4),
-            (std::vector<std::string>{"2026-03-03T00:00:00Z", "2026-03-05T00:00:00Z", "2026-03-06T00:00:00Z",
-                                      "2026-03-07T00:00:00Z"}));
+            (std::vector<std::string>{"2026-03-03T00:00:00Z", "2026-03-05T00:00:00Z",
+                                      "2026-03-06T00:00:00Z", "2026-03-07T00:00:00Z"}));
   // 1-31 is restricted too.
-  EXPECT_EQ(Next("0 0 1-31 * FRI", "2026-03-01T00:00:00Z", 1), (std::vector<std::string>{"2026-03-02T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 1-31 * FRI", "2026-03-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-03-02T00:00:00Z"}));
 }
 
 TEST(CronExprTest, LastDayForms) {
   EXPECT_EQ(Next("0 0 L * *", "2026-01-15T00:00:00Z", 3),
-            (std::vector<std::string>{"2026-01-31T00:00:00Z", "2026-02-28T00:00:00Z", "2026-03-31T00:00:00Z"}));
-  EXPECT_EQ(Next("0 0 L * *", "2028-02-01T00:00:00Z", 1), (std::vector<std::string>{"2028-02-29T00:00:00Z"}));
+            (std::vector<std::string>{"2026-01-31T00:00:00Z", "2026-02-28T00:00:00Z",
+                                      "2026-03-31T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 L * *", "2028-02-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2028-02-29T00:00:00Z"}));
   EXPECT_EQ(Next("0 0 L-3 * *", "2026-02-01T00:00:00Z", 2),
             (std::vector<std::string>{"2026-02-25T00:00:00Z", "2026-03-28T00:00:00Z"}));
   // LW: last weekday. 2026-01-31 is a Saturday, 2026-05-31 a Sunday.
-  EXPECT_EQ(Next("0 0 LW * *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-01-30T00:00:00Z"}));
-  EXPECT_EQ(Next("0 0 LW 5 *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-05-29T00:00:00Z"}));
-  EXPECT_EQ(Next("0 0 LW 3 *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-03-31T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 LW * *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-01-30T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 LW 5 *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-05-29T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 LW 3 *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-03-31T00:00:00Z"}));
 }
 
 TEST(CronExprTest, NearestWeekday) {
   // 2026-02-15 is a Sunday -> Monday 16th; 2026-08-15 is a Saturday -> Friday 14th.
-  EXPECT_EQ(Next("0 0 15W 2 *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-02-16T00:00:00Z"}));
-  EXPECT_EQ(Next("0 0 15W 8 *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-08-14T00:00:00Z"}));
-  EXPECT_EQ(Next("0 0 15W 4 *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-04-15T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 15W 2 *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-02-16T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 15W 8 *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-08-14T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 15W 4 *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-04-15T00:00:00Z"}));
   // Never crosses the month: 1W on Saturday 2026-08-01 -> Monday 3rd.
-  EXPECT_EQ(Next("0 0 1W 8 *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-08-03T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 1W 8 *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-08-03T00:00:00Z"}));
   // 31W on Sunday 2026-05-31 -> Friday 29th.
-  EXPECT_EQ(Next("0 0 31W 5 *", "2026-01-01T00:00:00Z", 1), (std::vector<std::string>{"2026-05-29T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 31W 5 *", "2026-01-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2026-05-29T00:00:00Z"}));
 }
 
 TEST(CronExprTest, LastAndNthWeekday) {
@@ -198,9 +212,12 @@ TEST(CronExprTest, ErrorsNameFieldAndProblem) {
   EXPECT_EQ(Err("0 0 0 * *"), "field 3 (day-of-month): 0 is out of range 1-31");
   EXPECT_EQ(Err("0 0 * 13 *"), "field 4 (month): 13 is out of range 1-12");
   EXPECT_EQ(Err("0 0 * * 8"), "field 5 (day-of-week): 8 is out of range 0-7");
-  EXPECT_NE(Err("0 0 * * FRI-MON").find("field 5 (day-of-week): range FRI-MON is reversed (5 > 1)"), std::string::npos);
-  EXPECT_NE(Err("0 0 * * MON-SUN").find("range MON-SUN is reversed (1 > 0); SUN is 0"), std::string::npos);
-  EXPECT_NE(Err("30-10 * * * *").find("field 1 (minute): range 30-10 is reversed"), std::string::npos);
+  EXPECT_NE(Err("0 0 * * FRI-MON").find("field 5 (day-of-week): range FRI-MON is reversed (5 > 1)"),
+            std::string::npos);
+  EXPECT_NE(Err("0 0 * * MON-SUN").find("range MON-SUN is reversed (1 > 0); SUN is 0"),
+            std::string::npos);
+  EXPECT_NE(Err("30-10 * * * *").find("field 1 (minute): range 30-10 is reversed"),
+            std::string::npos);
   EXPECT_NE(Err("0 0 * *").find("expected 5 fields"), std::string::npos);
   EXPECT_NE(Err("0 0 * * * * *").find("got 7"), std::string::npos);
   EXPECT_NE(Err("").find("got 0"), std::string::npos);
@@ -229,7 +246,8 @@ TEST(CronExprTest, NeverFiringExpressionsAreRejected) {
 }
 
 TEST(CronExprTest, LongHorizons) {
-  EXPECT_EQ(Next("0 0 29 2 *", "2096-03-01T00:00:00Z", 1), (std::vector<std::string>{"2104-02-29T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 29 2 *", "2096-03-01T00:00:00Z", 1),
+            (std::vector<std::string>{"2104-02-29T00:00:00Z"}));
   EXPECT_EQ(Next("0 0 29 2 *", "2099-01-01T00:00:00Z", 2),
             (std::vector<std::string>{"2104-02-29T00:00:00Z", "2108-02-29T00:00:00Z"}));
   // Past year 9999 there is nothing.
@@ -251,9 +269,9 @@ TEST(CronExprTest, PrevMatchesMirrorNext) {
 }
 
 TEST(CronExprTest, CanonicalPrintRoundTrips) {
-  for (const char* text :
-       {"*/15 2 * * *", "0 0 L-3,15W,LW * *", "0 0 * * 5L,1#2,MON-WED", "*/5,7,30-40 * * * *", "@hourly",
-        "*/20 5 4 ? JAN-MAR,DEC SUN", "0 0 */2 * FRI", "0 0 1-31 * *", "59 59 23 31 12 *", "*/60 * * * *"}) {
+  for (const char* text : {"*/15 2 * * *", "0 0 L-3,15W,LW * *", "0 0 * * 5L,1#2,MON-WED",
+                           "*/5,7,30-40 * * * *", "@hourly", "*/20 5 4 ? JAN-MAR,DEC SUN",
+                           "0 0 */2 * FRI", "0 0 1-31 * *", "59 59 23 31 12 *", "*/60 * * * *"}) {
     const CronExpr e = P(text);
     const std::string printed = e.to_string();
     EXPECT_EQ(P(printed), e) << text << " printed as " << printed;

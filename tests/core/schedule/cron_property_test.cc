@@ -13,13 +13,19 @@
 namespace kairos::cron {
 namespace {
 
-const char* const kZones[] = {"UTC",           "Europe/Berlin",  "America/New_York", "Australia/Lord_Howe",
-                              "Asia/Kathmandu", "America/Sao_Paulo", "Pacific/Apia"};
+const char* const kZones[] = {"UTC",
+                              "Europe/Berlin",
+                              "America/New_York",
+                              "Australia/Lord_Howe",
+                              "Asia/Kathmandu",
+                              "America/Sao_Paulo",
+                              "Pacific/Apia"};
 
 // Reference: the first fire strictly after t within (t, t + horizon], or
 // nullopt. `step` is 60 for 5-field expressions, 1 for 6-field ones.
-std::optional<absl::Time> reference_next(const CronExpr& e, const absl::TimeZone& tz, DstGap gap, DstFold fold,
-                                         absl::Time t, absl::Duration horizon, std::int64_t step) {
+std::optional<absl::Time> reference_next(const CronExpr& e, const absl::TimeZone& tz, DstGap gap,
+                                         DstFold fold, absl::Time t, absl::Duration horizon,
+                                         std::int64_t step) {
   const bool fixed = !e.wildcard();
   std::int64_t i = absl::ToUnixSeconds(t);
   i = (i / step + 1) * step;  // t is a multiple of step in these tests, or earlier
@@ -58,15 +64,19 @@ std::optional<absl::Time> reference_next(const CronExpr& e, const absl::TimeZone
 rc::Gen<std::string> time_item(int max, std::vector<int> favourites) {
   return rc::gen::oneOf(
       rc::gen::just(std::string("*")),
-      rc::gen::map(rc::gen::element(2, 3, 5, 10, 15, 20), [](int s) { return absl::StrCat("*/", s); }),
+      rc::gen::map(rc::gen::element(2, 3, 5, 10, 15, 20),
+                   [](int s) { return absl::StrCat("*/", s); }),
       rc::gen::map(rc::gen::elementOf(favourites), [](int v) { return absl::StrCat(v); }),
       rc::gen::map(rc::gen::inRange(0, max + 1), [](int v) { return absl::StrCat(v); }),
       rc::gen::map(rc::gen::pair(rc::gen::elementOf(favourites), rc::gen::inRange(0, max + 1)),
                    [](std::pair<int, int> p) { return absl::StrCat(p.first, ",", p.second); }),
-      rc::gen::map(rc::gen::pair(rc::gen::inRange(0, max + 1), rc::gen::inRange(1, 8)), [max](std::pair<int, int> p) {
-        const int hi = std::min(max, p.first + 3 * p.second);
-        return absl::StrCat(p.first, "-", hi, p.second > 1 ? absl::StrCat("/", p.second) : std::string());
-      }));
+      rc::gen::map(rc::gen::pair(rc::gen::inRange(0, max + 1), rc::gen::inRange(1, 8)),
+                   [max](std::pair<int, int> p) {
+                     const int hi = std::min(max, p.first + 3 * p.second);
+                     return absl::StrCat(
+                         p.first, "-", hi,
+                         p.second > 1 ? absl::StrCat("/", p.second) : std::string());
+                   }));
 }
 
 rc::Gen<std::string> day_item() {
@@ -110,7 +120,8 @@ rc::Gen<Case> gen_case(bool seconds) {
     absl::TimeZone tz;
     RC_ASSERT(absl::LoadTimeZone(c.zone, &tz));
     const int year = *rc::gen::inRange(1985, 2045);
-    absl::Time base = absl::FromCivil(absl::CivilSecond(year, *rc::gen::inRange(1, 13), 1, 0, 0, 0), absl::UTCTimeZone());
+    absl::Time base = absl::FromCivil(absl::CivilSecond(year, *rc::gen::inRange(1, 13), 1, 0, 0, 0),
+                                      absl::UTCTimeZone());
     absl::TimeZone::CivilTransition tr;
     if (*rc::gen::inRange(0, 4) != 0 && tz.NextTransition(base, &tr)) base = tz.At(tr.to).trans;
     const std::int64_t unit = seconds ? 1 : 60;
@@ -134,8 +145,8 @@ void check_against_reference(const Case& c, absl::Duration horizon, int fires, s
     }
     RC_ASSERT(got.has_value());
     if (got->nominal != *want) {
-      RC_FAIL(absl::StrCat(c.expr, " in ", c.zone, " after ", testing::Z(t), ": engine ", testing::Z(got->nominal),
-                           " reference ", testing::Z(*want)));
+      RC_FAIL(absl::StrCat(c.expr, " in ", c.zone, " after ", testing::Z(t), ": engine ",
+                           testing::Z(got->nominal), " reference ", testing::Z(*want)));
     }
     t = *want;
   }
@@ -172,8 +183,8 @@ RC_GTEST_PROP(CronProperty, FiresStrictlyIncreaseMatchAndMirrorPrevBefore, ()) {
     }
     // The reported local time and offset are consistent with the zone.
     if (f->note != DstNote::kGapShifted) {
-      RC_ASSERT(absl::FromCivil(f->local, absl::FixedTimeZone(static_cast<int>(absl::ToInt64Seconds(f->utc_offset)))) ==
-                f->nominal);
+      RC_ASSERT(absl::FromCivil(f->local, absl::FixedTimeZone(static_cast<int>(
+                                              absl::ToInt64Seconds(f->utc_offset)))) == f->nominal);
       RC_ASSERT(s.expr().matches(f->local));
     } else {
       RC_ASSERT(s.expr().matches(f->local));
@@ -193,7 +204,9 @@ RC_GTEST_PROP(CronProperty, ParsePrintRoundTrip, ()) {
         rc::gen::map(rc::gen::inRange(1, hi - lo + 2), [](int s) { return absl::StrCat("*/", s); }),
         rc::gen::map(rc::gen::inRange(lo, hi + 1), [](int v) { return absl::StrCat(v); }),
         rc::gen::map(rc::gen::pair(rc::gen::inRange(lo, hi + 1), rc::gen::inRange(0, 10)),
-                     [hi](std::pair<int, int> p) { return absl::StrCat(p.first, "-", std::min(hi, p.first + p.second)); }),
+                     [hi](std::pair<int, int> p) {
+                       return absl::StrCat(p.first, "-", std::min(hi, p.first + p.second));
+                     }),
         rc::gen::map(rc::gen::pair(rc::gen::inRange(lo, hi + 1), rc::gen::inRange(1, 7)),
                      [](std::pair<int, int> p) { return absl::StrCat(p.first, "/", p.second); }),
         rc::gen::just(std::string("H")), rc::gen::just(std::string("H/7")));
@@ -203,8 +216,10 @@ RC_GTEST_PROP(CronProperty, ParsePrintRoundTrip, ()) {
       const int n = *rc::gen::inRange(1, 4);
       std::vector<std::string> items;
       for (int i = 0; i < n; ++i) {
-        if (!extra.empty() && *rc::gen::inRange(0, 4) == 0) items.push_back(*rc::gen::elementOf(extra));
-        else items.push_back(*any_item(lo, hi));
+        if (!extra.empty() && *rc::gen::inRange(0, 4) == 0)
+          items.push_back(*rc::gen::elementOf(extra));
+        else
+          items.push_back(*any_item(lo, hi));
       }
       return absl::StrJoin(items, ",");
     });
@@ -213,9 +228,11 @@ RC_GTEST_PROP(CronProperty, ParsePrintRoundTrip, ()) {
   if (*rc::gen::arbitrary<bool>()) fields.push_back(*list(0, 59, {}));
   fields.push_back(*list(0, 59, {}));
   fields.push_back(*list(0, 23, {}));
-  fields.push_back(*rc::gen::oneOf(rc::gen::just(std::string("?")), list(1, 31, {"L", "L-2", "LW", "10W"})));
+  fields.push_back(
+      *rc::gen::oneOf(rc::gen::just(std::string("?")), list(1, 31, {"L", "L-2", "LW", "10W"})));
   fields.push_back(*list(1, 12, {"JAN", "mar-May", "DEC"}));
-  fields.push_back(*rc::gen::oneOf(rc::gen::just(std::string("?")), list(0, 7, {"MON-FRI", "5L", "3#2", "sun"})));
+  fields.push_back(*rc::gen::oneOf(rc::gen::just(std::string("?")),
+                                   list(0, 7, {"MON-FRI", "5L", "3#2", "sun"})));
   const std::string text = absl::StrJoin(fields, " ");
   const std::string id = *rc::gen::elementOf(std::vector<std::string>{"", "a", "job-42"});
   const auto e = CronExpr::parse(text, id);

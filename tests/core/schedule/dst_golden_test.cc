@@ -27,9 +27,11 @@ TEST(DstGoldenBerlin, GapSkip) {
 TEST(DstGoldenBerlin, FoldFirstLastBoth) {
   EXPECT_EQ(Fires(Sched("30 2 * * *", "Europe/Berlin"), "2026-10-24T00:00:00Z", 3),
             (V{"2026-10-24T00:30:00Z", "2026-10-25T00:30:00Z fold1", "2026-10-26T01:30:00Z"}));
-  EXPECT_EQ(Fires(Sched("30 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kLast), "2026-10-24T00:00:00Z", 3),
+  EXPECT_EQ(Fires(Sched("30 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kLast),
+                  "2026-10-24T00:00:00Z", 3),
             (V{"2026-10-24T00:30:00Z", "2026-10-25T01:30:00Z fold2", "2026-10-26T01:30:00Z"}));
-  EXPECT_EQ(Fires(Sched("30 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kBoth), "2026-10-24T00:00:00Z", 4),
+  EXPECT_EQ(Fires(Sched("30 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kBoth),
+                  "2026-10-24T00:00:00Z", 4),
             (V{"2026-10-24T00:30:00Z", "2026-10-25T00:30:00Z fold1", "2026-10-25T01:30:00Z fold2",
                "2026-10-26T01:30:00Z"}));
 }
@@ -39,16 +41,19 @@ TEST(DstGoldenBerlin, WildcardEveryRealOccurrence) {
             (V{"2026-03-29T00:30:00Z", "2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z"}));
   // Across fall-back: both passes of 02:00 and 02:30.
   EXPECT_EQ(Fires(Sched("*/30 * * * *", "Europe/Berlin"), "2026-10-25T00:00:00Z", 4),
-            (V{"2026-10-25T00:30:00Z fold1", "2026-10-25T01:00:00Z fold2", "2026-10-25T01:30:00Z fold2",
-               "2026-10-25T02:00:00Z"}));
+            (V{"2026-10-25T00:30:00Z fold1", "2026-10-25T01:00:00Z fold2",
+               "2026-10-25T01:30:00Z fold2", "2026-10-25T02:00:00Z"}));
   // Wildcard minute with a fixed hour: hour 2 does not exist on 03-29.
-  EXPECT_EQ(Fires(Sched("*/30 2 * * *", "Europe/Berlin"), "2026-03-28T01:45:00Z", 1), (V{"2026-03-30T00:00:00Z"}));
+  EXPECT_EQ(Fires(Sched("*/30 2 * * *", "Europe/Berlin"), "2026-03-28T01:45:00Z", 1),
+            (V{"2026-03-30T00:00:00Z"}));
   EXPECT_EQ(Fires(Sched("*/30 2 * * *", "Europe/Berlin"), "2026-10-24T23:00:00Z", 4),
-            (V{"2026-10-25T00:00:00Z fold1", "2026-10-25T00:30:00Z fold1", "2026-10-25T01:00:00Z fold2",
-               "2026-10-25T01:30:00Z fold2"}));
+            (V{"2026-10-25T00:00:00Z fold1", "2026-10-25T00:30:00Z fold1",
+               "2026-10-25T01:00:00Z fold2", "2026-10-25T01:30:00Z fold2"}));
   // --dst-fold / --dst-gap do not change wildcard schedules.
-  EXPECT_EQ(Fires(Sched("*/30 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kFirst), "2026-10-24T23:00:00Z", 4),
-            Fires(Sched("*/30 2 * * *", "Europe/Berlin", DstGap::kSkip, DstFold::kLast), "2026-10-24T23:00:00Z", 4));
+  EXPECT_EQ(Fires(Sched("*/30 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kFirst),
+                  "2026-10-24T23:00:00Z", 4),
+            Fires(Sched("*/30 2 * * *", "Europe/Berlin", DstGap::kSkip, DstFold::kLast),
+                  "2026-10-24T23:00:00Z", 4));
 }
 TEST(DstGoldenBerlin, AfterYear2038KeepsRules) {
   EXPECT_EQ(Fires(Sched("30 2 * * *", "Europe/Berlin"), "2090-03-25T12:00:00Z", 2),
@@ -56,13 +61,16 @@ TEST(DstGoldenBerlin, AfterYear2038KeepsRules) {
 }
 TEST(DstGoldenBerlin, StartingInsideTheFold) {
   // From the first pass of the fold, fold=last still reaches the second pass.
-  EXPECT_EQ(Fires(Sched("45 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kLast), "2026-10-25T00:50:00Z", 1),
+  EXPECT_EQ(Fires(Sched("45 2 * * *", "Europe/Berlin", DstGap::kShift, DstFold::kLast),
+                  "2026-10-25T00:50:00Z", 1),
             (V{"2026-10-25T01:45:00Z fold2"}));
   // From the second pass, fold=first has already fired today.
-  EXPECT_EQ(Fires(Sched("45 2 * * *", "Europe/Berlin"), "2026-10-25T01:10:00Z", 1), (V{"2026-10-26T01:45:00Z"}));
+  EXPECT_EQ(Fires(Sched("45 2 * * *", "Europe/Berlin"), "2026-10-25T01:10:00Z", 1),
+            (V{"2026-10-26T01:45:00Z"}));
   // The wildcard sees first-pass fires before second-pass ones.
   EXPECT_EQ(Fires(Sched("*/20 * * * *", "Europe/Berlin"), "2026-10-25T00:50:00Z", 3),
-            (V{"2026-10-25T01:00:00Z fold2", "2026-10-25T01:20:00Z fold2", "2026-10-25T01:40:00Z fold2"}));
+            (V{"2026-10-25T01:00:00Z fold2", "2026-10-25T01:20:00Z fold2",
+               "2026-10-25T01:40:00Z fold2"}));
 }
 
 // --- America/New_York: 2026-03-08 02:00 EST -> 03:00 EDT (07:00Z);
@@ -70,8 +78,9 @@ TEST(DstGoldenBerlin, StartingInsideTheFold) {
 TEST(DstGoldenNewYork, Gap) {
   EXPECT_EQ(Fires(Sched("30 2 * * *", "America/New_York"), "2026-03-07T00:00:00Z", 3),
             (V{"2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z gap", "2026-03-09T06:30:00Z"}));
-  EXPECT_EQ(Fires(Sched("30 2 * * *", "America/New_York", DstGap::kSkip), "2026-03-07T00:00:00Z", 2),
-            (V{"2026-03-07T07:30:00Z", "2026-03-09T06:30:00Z"}));
+  EXPECT_EQ(
+      Fires(Sched("30 2 * * *", "America/New_York", DstGap::kSkip), "2026-03-07T00:00:00Z", 2),
+      (V{"2026-03-07T07:30:00Z", "2026-03-09T06:30:00Z"}));
   // 02:00 shifts onto 03:00, which fires anyway: one fire, the natural one.
   EXPECT_EQ(Fires(Sched("0 2,3 * * *", "America/New_York"), "2026-03-08T06:00:00Z", 3),
             (V{"2026-03-08T07:00:00Z", "2026-03-09T06:00:00Z", "2026-03-09T07:00:00Z"}));
@@ -82,9 +91,11 @@ TEST(DstGoldenNewYork, Gap) {
 TEST(DstGoldenNewYork, Fold) {
   EXPECT_EQ(Fires(Sched("30 1 * * *", "America/New_York"), "2026-10-31T00:00:00Z", 3),
             (V{"2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z fold1", "2026-11-02T06:30:00Z"}));
-  EXPECT_EQ(Fires(Sched("30 1 * * *", "America/New_York", DstGap::kShift, DstFold::kLast), "2026-10-31T00:00:00Z", 3),
+  EXPECT_EQ(Fires(Sched("30 1 * * *", "America/New_York", DstGap::kShift, DstFold::kLast),
+                  "2026-10-31T00:00:00Z", 3),
             (V{"2026-10-31T05:30:00Z", "2026-11-01T06:30:00Z fold2", "2026-11-02T06:30:00Z"}));
-  EXPECT_EQ(Fires(Sched("30 1 * * *", "America/New_York", DstGap::kShift, DstFold::kBoth), "2026-10-31T00:00:00Z", 4),
+  EXPECT_EQ(Fires(Sched("30 1 * * *", "America/New_York", DstGap::kShift, DstFold::kBoth),
+                  "2026-10-31T00:00:00Z", 4),
             (V{"2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z fold1", "2026-11-01T06:30:00Z fold2",
                "2026-11-02T06:30:00Z"}));
   // @hourly is wildcard: 01:00 fires on both passes.
@@ -99,17 +110,20 @@ TEST(DstGoldenNewYork, Fold) {
 TEST(DstGoldenLordHowe, HalfHourGap) {
   EXPECT_EQ(Fires(Sched("15 2 * * *", "Australia/Lord_Howe"), "2026-10-02T00:00:00Z", 3),
             (V{"2026-10-02T15:45:00Z", "2026-10-03T15:30:00Z gap", "2026-10-04T15:15:00Z"}));
-  EXPECT_EQ(Fires(Sched("15 2 * * *", "Australia/Lord_Howe", DstGap::kSkip), "2026-10-02T00:00:00Z", 2),
-            (V{"2026-10-02T15:45:00Z", "2026-10-04T15:15:00Z"}));
+  EXPECT_EQ(
+      Fires(Sched("15 2 * * *", "Australia/Lord_Howe", DstGap::kSkip), "2026-10-02T00:00:00Z", 2),
+      (V{"2026-10-02T15:45:00Z", "2026-10-04T15:15:00Z"}));
 }
 TEST(DstGoldenLordHowe, HalfHourFold) {
   EXPECT_EQ(Fires(Sched("45 1 * * *", "Australia/Lord_Howe"), "2026-04-03T00:00:00Z", 3),
             (V{"2026-04-03T14:45:00Z", "2026-04-04T14:45:00Z fold1", "2026-04-05T15:15:00Z"}));
-  EXPECT_EQ(Fires(Sched("45 1 * * *", "Australia/Lord_Howe", DstGap::kShift, DstFold::kBoth), "2026-04-03T00:00:00Z", 4),
+  EXPECT_EQ(Fires(Sched("45 1 * * *", "Australia/Lord_Howe", DstGap::kShift, DstFold::kBoth),
+                  "2026-04-03T00:00:00Z", 4),
             (V{"2026-04-03T14:45:00Z", "2026-04-04T14:45:00Z fold1", "2026-04-04T15:15:00Z fold2",
                "2026-04-05T15:15:00Z"}));
   // 01:15 is before the repeated half hour: unaffected.
-  EXPECT_EQ(Fires(Sched("15 1 * * *", "Australia/Lord_Howe"), "2026-04-04T00:00:00Z", 1), (V{"2026-04-04T14:15:00Z"}));
+  EXPECT_EQ(Fires(Sched("15 1 * * *", "Australia/Lord_Howe"), "2026-04-04T00:00:00Z", 1),
+            (V{"2026-04-04T14:15:00Z"}));
 }
 
 // --- Asia/Kathmandu: 1986-01-01 00:00 (+05:30) -> 00:15 (+05:45) at 1985-12-31T18:30Z.
@@ -136,7 +150,8 @@ TEST(DstGoldenSaoPaulo, MidnightGap) {
 TEST(DstGoldenSaoPaulo, MidnightFoldRepeatsTheEveningBefore) {
   EXPECT_EQ(Fires(Sched("30 23 * * *", "America/Sao_Paulo"), "2018-02-16T12:00:00Z", 3),
             (V{"2018-02-17T01:30:00Z", "2018-02-18T01:30:00Z fold1", "2018-02-19T02:30:00Z"}));
-  EXPECT_EQ(Fires(Sched("30 23 * * *", "America/Sao_Paulo", DstGap::kShift, DstFold::kLast), "2018-02-16T12:00:00Z", 3),
+  EXPECT_EQ(Fires(Sched("30 23 * * *", "America/Sao_Paulo", DstGap::kShift, DstFold::kLast),
+                  "2018-02-16T12:00:00Z", 3),
             (V{"2018-02-17T01:30:00Z", "2018-02-18T02:30:00Z fold2", "2018-02-19T02:30:00Z"}));
   EXPECT_EQ(Fires(Sched("@daily", "America/Sao_Paulo"), "2018-02-17T12:00:00Z", 2),
             (V{"2018-02-18T03:00:00Z", "2018-02-19T03:00:00Z"}));
@@ -149,7 +164,8 @@ TEST(DstGoldenApia, SkippedDayNeverFires) {
   for (const DstGap gap : {DstGap::kShift, DstGap::kSkip}) {
     EXPECT_EQ(Fires(Sched("0 12 * * *", "Pacific/Apia", gap), "2011-12-28T00:00:00Z", 3),
               (V{"2011-12-28T22:00:00Z", "2011-12-29T22:00:00Z", "2011-12-30T22:00:00Z"}));
-    EXPECT_EQ(Fires(Sched("0 0 30 12 *", "Pacific/Apia", gap), "2011-12-01T00:00:00Z", 1), (V{"2012-12-29T10:00:00Z"}));
+    EXPECT_EQ(Fires(Sched("0 0 30 12 *", "Pacific/Apia", gap), "2011-12-01T00:00:00Z", 1),
+              (V{"2012-12-29T10:00:00Z"}));
   }
   EXPECT_EQ(Fires(Sched("0 * * * *", "Pacific/Apia"), "2011-12-30T08:30:00Z", 3),
             (V{"2011-12-30T09:00:00Z", "2011-12-30T10:00:00Z", "2011-12-30T11:00:00Z"}));
@@ -186,10 +202,12 @@ TEST(DstGolden, PrevBeforeMirrorsNextAfter) {
     for (std::size_t i = 1; i < fires.size(); ++i) {
       auto p = s.prev_before(fires[i].nominal);
       ASSERT_TRUE(p.has_value());
-      EXPECT_EQ(p->nominal, fires[i - 1].nominal) << c.expr << " " << c.zone << " at " << testing::Z(fires[i].nominal);
+      EXPECT_EQ(p->nominal, fires[i - 1].nominal)
+          << c.expr << " " << c.zone << " at " << testing::Z(fires[i].nominal);
       EXPECT_EQ(p->note, fires[i - 1].note);
       EXPECT_TRUE(s.matches(fires[i].nominal));
-      EXPECT_FALSE(s.matches(fires[i].nominal - absl::Seconds(1)) && fires[i - 1].nominal != fires[i].nominal - absl::Seconds(1));
+      EXPECT_FALSE(s.matches(fires[i].nominal - absl::Seconds(1)) &&
+                   fires[i - 1].nominal != fires[i].nominal - absl::Seconds(1));
     }
   }
 }

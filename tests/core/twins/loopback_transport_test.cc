@@ -13,16 +13,16 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/kernel/scheduler_node.h"
+#include "core/kernel/worker.h"
 #include "core/ports/event_log.h"
-#include "core/twins/manual_loop.h"
-#include "core/twins/memory_storage.h"
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "core/ports/runner.h"
-#include "core/kernel/scheduler_node.h"
-#include "core/kernel/worker.h"
 #include "core/twins/manual_clock.h"
+#include "core/twins/manual_loop.h"
 #include "core/twins/memory_event_log.h"
+#include "core/twins/memory_storage.h"
 
 namespace kairos {
 namespace {
@@ -66,9 +66,8 @@ TEST_F(LoopbackTest, AReplyFromInsideAHandlerIsAlsoDeferred) {
   LoopbackHub hub(loop_);
   auto server = hub.connect();
   auto client = hub.connect();
-  server->set_handler([&](PeerId from, std::string_view m) {
-    server->send(from, "re:" + std::string(m));
-  });
+  server->set_handler(
+      [&](PeerId from, std::string_view m) { server->send(from, "re:" + std::string(m)); });
   std::vector<std::string> replies;
   client->set_handler([&](PeerId from, std::string_view m) {
     EXPECT_EQ(from, server->id());
@@ -127,7 +126,8 @@ TEST_F(LoopbackTest, AHandlerMayReplaceItselfOrDestroyItsEndpoint) {
   std::vector<std::string> seen;
   b->set_handler([&](PeerId, std::string_view m) {
     seen.emplace_back(m);
-    b->set_handler([&](PeerId, std::string_view m2) { seen.push_back("second:" + std::string(m2)); });
+    b->set_handler(
+        [&](PeerId, std::string_view m2) { seen.push_back("second:" + std::string(m2)); });
   });
   a->send(b->id(), "x");
   a->send(b->id(), "y");
@@ -148,7 +148,9 @@ class InstantRunner final : public Runner {
   explicit InstantRunner(Timers& loop) : loop_(loop) {}
   RunHandle start(RunRequest req, std::function<void(RunOutcome)> done) override {
     requests.push_back(req);
-    loop_.after(absl::Seconds(1), [done = std::move(done)] { done(RunOutcome{RunStatus::kSucceeded, 0, "ok"}); });
+    loop_.after(absl::Seconds(1), [done = std::move(done)] {
+      done(RunOutcome{RunStatus::kSucceeded, 0, "ok"});
+    });
     return ++next_;
   }
   void stop(RunHandle) override {}

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <vector>
+
 #include "core/twins/manual_clock.h"
 
 namespace kairos {

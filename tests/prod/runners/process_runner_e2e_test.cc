@@ -3,14 +3,13 @@
 // (SIGTERM, then SIGKILL for a job that ignores it), stop(), cleanup of the
 // process group, bounded output, and the destructor. Waits are event-driven
 // (the loop runs until the outcome arrives) with generous upper bounds.
-#include "prod/runners/process_runner.h"
-
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -18,14 +17,12 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "core/base/absl_compat.h"
 #include "core/kernel/records.h"
+#include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
 
 namespace kairos {
@@ -143,7 +140,8 @@ TEST_F(ProcessRunnerTest, TheJobSeesItsIdentityTokenAndEnvironment) {
   ::unsetenv("KAIROS_TEST_FROM_SERVER");
   ASSERT_EQ(o.status, RunStatus::kSucceeded) << o.detail;
   EXPECT_TRUE(absl::StrContains(o.detail, "key=" + key + " ")) << o.detail;
-  EXPECT_TRUE(absl::StrContains(o.detail, "token=42 ")) << "a payload must not forge the token: " << o.detail;
+  EXPECT_TRUE(absl::StrContains(o.detail, "token=42 "))
+      << "a payload must not forge the token: " << o.detail;
   EXPECT_TRUE(absl::StrContains(o.detail, "job=job-1 ")) << o.detail;
   EXPECT_TRUE(absl::StrContains(o.detail, "inc=2 ")) << o.detail;
   EXPECT_TRUE(absl::StrContains(o.detail, "nominal=2026-01-01T00:00:00Z ")) << o.detail;
@@ -219,8 +217,11 @@ TEST_F(ProcessRunnerTest, AJobIgnoringSigtermIsKilledWithItsWholeGroupAtTheDeadl
   const auto at = o.detail.find("child=");
   ASSERT_NE(at, std::string::npos) << o.detail;
   int child = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(absl_sv(o.detail.substr(at + 6, o.detail.find_first_not_of("0123456789", at + 6) - at - 6)), &child));
-  EXPECT_TRUE(wait_for([&] { return process_gone(child); })) << "grandchild " << child << " survived";
+  ASSERT_TRUE(absl::SimpleAtoi(
+      absl_sv(o.detail.substr(at + 6, o.detail.find_first_not_of("0123456789", at + 6) - at - 6)),
+      &child));
+  EXPECT_TRUE(wait_for([&] { return process_gone(child); }))
+      << "grandchild " << child << " survived";
 }
 
 TEST_F(ProcessRunnerTest, WhatTheJobLeavesInItsGroupIsEndedWhenItExits) {
@@ -229,14 +230,18 @@ TEST_F(ProcessRunnerTest, WhatTheJobLeavesInItsGroupIsEndedWhenItExits) {
   const auto at = o.detail.find("child=");
   ASSERT_NE(at, std::string::npos) << o.detail;
   int child = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(absl_sv(o.detail.substr(at + 6, o.detail.find_first_not_of("0123456789\n", at + 6) - at - 6)), &child))
+  ASSERT_TRUE(absl::SimpleAtoi(
+      absl_sv(o.detail.substr(at + 6, o.detail.find_first_not_of("0123456789\n", at + 6) - at - 6)),
+      &child))
       << o.detail;
-  EXPECT_TRUE(wait_for([&] { return process_gone(child); })) << "background child " << child << " survived";
+  EXPECT_TRUE(wait_for([&] { return process_gone(child); }))
+      << "background child " << child << " survived";
 }
 
 TEST_F(ProcessRunnerTest, StopEndsTheJobAsStopped) {
   std::optional<RunOutcome> out;
-  const RunHandle h = runner_->start(request({"/bin/sleep", "60"}), [&](RunOutcome o) { out = std::move(o); });
+  const RunHandle h =
+      runner_->start(request({"/bin/sleep", "60"}), [&](RunOutcome o) { out = std::move(o); });
   ASSERT_EQ(runner_->running(), 1u);
   runner_->stop(h);
   EXPECT_FALSE(out.has_value()) << "done must not run inside stop()";
@@ -251,7 +256,8 @@ TEST_F(ProcessRunnerTest, StopEndsTheJobAsStopped) {
 
 TEST_F(ProcessRunnerTest, StopAfterTheJobFinishedReportsTheRealOutcome) {
   std::optional<RunOutcome> out;
-  const RunHandle h = runner_->start(request({"/bin/true"}), [&](RunOutcome o) { out = std::move(o); });
+  const RunHandle h =
+      runner_->start(request({"/bin/true"}), [&](RunOutcome o) { out = std::move(o); });
   ASSERT_TRUE(wait_for([&] { return out.has_value(); }));
   runner_->stop(h);
   EXPECT_EQ(out->status, RunStatus::kSucceeded);
@@ -260,7 +266,8 @@ TEST_F(ProcessRunnerTest, StopAfterTheJobFinishedReportsTheRealOutcome) {
 TEST_F(ProcessRunnerTest, TerminateAllStopsEveryJob) {
   int stopped = 0;
   for (int i = 0; i < 3; ++i)
-    runner_->start(request({"/bin/sleep", "60"}), [&](RunOutcome o) { stopped += o.status == RunStatus::kStopped; });
+    runner_->start(request({"/bin/sleep", "60"}),
+                   [&](RunOutcome o) { stopped += o.status == RunStatus::kStopped; });
   EXPECT_EQ(runner_->running(), 3u);
   runner_->terminate_all();
   EXPECT_TRUE(wait_for([&] { return runner_->running() == 0; }));
@@ -271,7 +278,9 @@ TEST_F(ProcessRunnerTest, OutputIsBoundedToItsTail) {
   ProcessRunnerOptions options;
   options.output_tail_bytes = 100;
   make_runner(options);
-  const RunOutcome o = run(request({"/bin/sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo line-$i; i=$((i+1)); done; echo the-end"}));
+  const RunOutcome o = run(
+      request({"/bin/sh", "-c",
+               "i=0; while [ $i -lt 20000 ]; do echo line-$i; i=$((i+1)); done; echo the-end"}));
   ASSERT_EQ(o.status, RunStatus::kSucceeded) << o.detail.substr(0, 200);
   EXPECT_LT(o.detail.size(), 200u) << o.detail;
   EXPECT_TRUE(absl::StrContains(o.detail, "output: ...")) << o.detail;

@@ -4,28 +4,26 @@
 #include "prod/store/lmdb_storage.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <lmdb.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <set>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-
-#include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
+#include "core/twins/manual_clock.h"
 #include "prod/runtime/asio_runtime.h"
 #include "tests/conformance/storage_harness.h"
-#include "core/twins/manual_clock.h"
 
 namespace kairos {
 namespace {
@@ -52,7 +50,8 @@ class Rig {
 
   TxnResult run(TxnBody body, TxnMode mode = TxnMode::kReadWrite) {
     std::optional<TxnResult> result;
-    store_->transact(std::move(body), [&](TxnResult r) { result = std::move(r); }, mode);
+    store_->transact(
+        std::move(body), [&](TxnResult r) { result = std::move(r); }, mode);
     while (!result) io_.run_one_for(std::chrono::seconds(60));
     return *result;
   }
@@ -72,11 +71,12 @@ class Rig {
   }
   std::optional<std::string> get(const std::string& key) {
     std::optional<std::string> v;
-    EXPECT_TRUE(run([&](Txn& t) {
-                  v = t.get(key);
-                  return absl::OkStatus();
-                },
-                TxnMode::kReadOnly)
+    EXPECT_TRUE(run(
+                    [&](Txn& t) {
+                      v = t.get(key);
+                      return absl::OkStatus();
+                    },
+                    TxnMode::kReadOnly)
                     .committed());
     return v;
   }
@@ -194,8 +194,7 @@ TEST(LmdbStorage, MaxMapSizeFailsOnlyTheTransactionThatDoesNotFit) {
   auto results = rig.run_all(std::move(bodies));
   EXPECT_TRUE(results[0].committed());
   EXPECT_EQ(results[1].outcome, CommitOutcome::kUnavailable);
-  EXPECT_TRUE(absl::StrContains(results[1].status.message(), "MDB_MAP_FULL"))
-      << results[1].status;
+  EXPECT_TRUE(absl::StrContains(results[1].status.message(), "MDB_MAP_FULL")) << results[1].status;
   EXPECT_TRUE(results[2].committed());
   EXPECT_EQ(rig.get("too-big"), std::nullopt);
   EXPECT_EQ(rig.get("small-2"), "y");
@@ -242,8 +241,9 @@ TEST(LmdbStorage, NewerSchemaVersionIsRefusedClearly) {
   Rig rig(options_for(dir));
   const absl::Status s = rig.open();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(s.message(), "schema version 2, newer than this kairos binary "
-                                             "supports (1)"))
+  EXPECT_TRUE(absl::StrContains(s.message(),
+                                "schema version 2, newer than this kairos binary "
+                                "supports (1)"))
       << s;
 }
 
@@ -306,8 +306,7 @@ TEST(LmdbStorage, CreatesMissingDirectories) {
 TEST(LmdbStorage, ErrorsNameTheOperationAndTheCode) {
   const absl::Status s = LmdbError("mdb_put in transaction", MDB_MAP_FULL);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(absl::StartsWith(s.message(), "lmdb: mdb_put in transaction: MDB_MAP_FULL ("))
-      << s;
+  EXPECT_TRUE(absl::StartsWith(s.message(), "lmdb: mdb_put in transaction: MDB_MAP_FULL (")) << s;
   EXPECT_EQ(LmdbError("mdb_get", MDB_CORRUPTED).code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(LmdbError("mdb_env_open", EACCES).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(absl::StrContains(LmdbError("mdb_env_open", EACCES).message(), "EACCES"));
@@ -366,7 +365,7 @@ TEST(LmdbDurability, KillDashNineKeepsEveryReportedCommit) {
     bool killed = false;
     for (;;) {
       const ssize_t n = read(fds[0], &id, sizeof id);  // whole ids: writes <= PIPE_BUF
-      if (n == 0) break;                                // child gone, pipe drained
+      if (n == 0) break;                               // child gone, pipe drained
       ASSERT_EQ(n, static_cast<ssize_t>(sizeof id));
       reported.insert(id);
       if (++seen == kill_after[round] && !killed) {

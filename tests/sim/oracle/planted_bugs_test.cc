@@ -3,12 +3,13 @@
 // seeds (as `kairos-sim --swarm --runs 50 --inject-bug=NAME` is) -- a policy
 // bug by the invariant written for it -- and the seeds up to the catching one
 // pass without the switch. The search stops at the first violation.
+#include "core/kernel/planted_bugs.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
-#include "core/kernel/planted_bugs.h"
 #include "sim/world/cluster.h"
 #include "sim/world/fault_plan.h"
 

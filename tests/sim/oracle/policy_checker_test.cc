@@ -46,7 +46,8 @@ RunRecord granted(RunRecord r, std::uint64_t token, absl::Time now) {
   return r;
 }
 
-LedgerRecord record(absl::Time from, absl::Time through, std::uint64_t count, LedgerOutcome outcome) {
+LedgerRecord record(absl::Time from, absl::Time through, std::uint64_t count,
+                    LedgerOutcome outcome) {
   LedgerRecord l;
   l.incarnation = 1;
   l.nominal = from;
@@ -140,7 +141,8 @@ TEST(PolicyChecker, UnfinishedRunsBeyondTheOverlapPolicyAreAViolation) {
     x.jobs.push_back(j);
     x.commit(absl::Seconds(1), kLeader, ready_run("j", x.at(absl::Seconds(1))));
     x.commit(absl::Seconds(2), kLeader, ready_run("j", x.at(absl::Seconds(2))));
-    EXPECT_EQ(violated(x.history()).count("overlap-respected"), overlap == OverlapPolicy::kSkip ? 1u : 0u);
+    EXPECT_EQ(violated(x.history()).count("overlap-respected"),
+              overlap == OverlapPolicy::kSkip ? 1u : 0u);
     x.commit(absl::Seconds(3), kLeader, ready_run("j", x.at(absl::Seconds(3))));
     EXPECT_TRUE(violated(x.history()).count("overlap-respected"));
   }
@@ -149,7 +151,8 @@ TEST(PolicyChecker, UnfinishedRunsBeyondTheOverlapPolicyAreAViolation) {
 TEST(PolicyChecker, LedgerRecordsMustCoverEachOccurrenceExactlyOnce) {
   PolicyHist x;
   x.jobs.push_back(client_job("j", x.t0));
-  const absl::Time m1 = x.at(absl::Minutes(1)), m2 = x.at(absl::Minutes(2)), m3 = x.at(absl::Minutes(3));
+  const absl::Time m1 = x.at(absl::Minutes(1)), m2 = x.at(absl::Minutes(2)),
+                   m3 = x.at(absl::Minutes(3));
   x.commit_ops(absl::Minutes(3), kLeader,
                {Hist::put("j", record(m1, m3, 3, LedgerOutcome::kCoalesced)),
                 Hist::put("j", record(m2, m2, 1, LedgerOutcome::kFired))});
@@ -158,7 +161,8 @@ TEST(PolicyChecker, LedgerRecordsMustCoverEachOccurrenceExactlyOnce) {
 
   PolicyHist y;
   y.jobs.push_back(client_job("j", y.t0));
-  y.commit_ops(absl::Minutes(1), kLeader, {Hist::put("j", record(m1, m1, 1, LedgerOutcome::kFired))});
+  y.commit_ops(absl::Minutes(1), kLeader,
+               {Hist::put("j", record(m1, m1, 1, LedgerOutcome::kFired))});
   y.expected.push_back({"j", 1, m1, m1});
   EXPECT_FALSE(violated(y.history()).count("ledger-one-outcome"));
   y.expected.push_back({"j", 1, m2, m2});  // never recorded
@@ -170,7 +174,8 @@ TEST(PolicyChecker, MisfireOutcomesMustMatchTheThresholdAndThePolicy) {
   x.jobs.push_back(client_job("j", x.t0));  // run-once, threshold 60 s
   // Recorded as fired five minutes after its fire time.
   x.commit_ops(absl::Minutes(6), kLeader,
-               {Hist::put("j", record(x.at(absl::Minutes(1)), x.at(absl::Minutes(1)), 1, LedgerOutcome::kFired))});
+               {Hist::put("j", record(x.at(absl::Minutes(1)), x.at(absl::Minutes(1)), 1,
+                                      LedgerOutcome::kFired))});
   EXPECT_TRUE(violated(x.history()).count("misfire-threshold"));
 
   PolicyHist y;
@@ -187,7 +192,8 @@ TEST(PolicyChecker, CatchUpMayKeepOnlyItsBoundOfABacklog) {
   j.policy.misfire = MisfirePolicy::kCatchUp;
   j.policy.catch_up_max = 1;
   x.jobs.push_back(j);
-  for (int m = 0; m < 4; ++m) x.expected.push_back({"j", 1, x.at(absl::Minutes(m)), x.at(absl::Minutes(m))});
+  for (int m = 0; m < 4; ++m)
+    x.expected.push_back({"j", 1, x.at(absl::Minutes(m)), x.at(absl::Minutes(m))});
   // At 5 m, the oldest runs late and three due occurrences stay undecided.
   x.commit_ops(absl::Minutes(5), kLeader,
                {Hist::put("j", record(x.t0, x.t0, 1, LedgerOutcome::kLate))});
@@ -198,9 +204,11 @@ TEST(PolicyChecker, CatchUpMayKeepOnlyItsBoundOfABacklog) {
   ClientJob k = j;
   k.policy.catch_up_max = 10;
   y.jobs.push_back(k);
-  y.commit_ops(absl::Minutes(5), kLeader, {Hist::put("j", record(y.t0, y.t0, 1, LedgerOutcome::kLate))});
+  y.commit_ops(absl::Minutes(5), kLeader,
+               {Hist::put("j", record(y.t0, y.t0, 1, LedgerOutcome::kLate))});
   y.commit_ops(absl::Minutes(5) + absl::Seconds(1), kLeader,
-               {Hist::put("j", record(y.at(absl::Minutes(1)), y.at(absl::Minutes(1)), 1, LedgerOutcome::kLate))});
+               {Hist::put("j", record(y.at(absl::Minutes(1)), y.at(absl::Minutes(1)), 1,
+                                      LedgerOutcome::kLate))});
   EXPECT_TRUE(violated(y.history()).count("catch-up-bounded"));
 }
 

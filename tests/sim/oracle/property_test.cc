@@ -39,18 +39,19 @@ void showValue(const Case& c, std::ostream& os) {
 rc::Gen<FaultSpec> fault_gen() {
   return rc::gen::exec([] {
     FaultSpec f;
-    f.kind = *rc::gen::element(FaultKind::kPause, FaultKind::kCrash, FaultKind::kCrashAt,
-                               FaultKind::kPartition, FaultKind::kOneWay, FaultKind::kIsolate,
-                               FaultKind::kNet, FaultKind::kStoreOutage, FaultKind::kStoreSlow,
-                               FaultKind::kStoreCrash, FaultKind::kClockJump,
-                               FaultKind::kClockDrift, FaultKind::kSinkFaults,
-                               FaultKind::kFleetRestart, FaultKind::kSwizzle);
+    f.kind =
+        *rc::gen::element(FaultKind::kPause, FaultKind::kCrash, FaultKind::kCrashAt,
+                          FaultKind::kPartition, FaultKind::kOneWay, FaultKind::kIsolate,
+                          FaultKind::kNet, FaultKind::kStoreOutage, FaultKind::kStoreSlow,
+                          FaultKind::kStoreCrash, FaultKind::kClockJump, FaultKind::kClockDrift,
+                          FaultKind::kSinkFaults, FaultKind::kFleetRestart, FaultKind::kSwizzle);
     f.at = absl::Seconds(*rc::gen::inRange(0, 540));
     f.length = absl::Seconds(*rc::gen::inRange(1, 40));
     f.node = *rc::gen::element<std::string>("any-worker", "any-scheduler", "leader", "any");
     switch (f.kind) {
       case FaultKind::kCrashAt:
-        f.point = std::string(kKnownCrashPoints[*rc::gen::inRange<std::size_t>(0, std::size(kKnownCrashPoints))]);
+        f.point = std::string(
+            kKnownCrashPoints[*rc::gen::inRange<std::size_t>(0, std::size(kKnownCrashPoints))]);
         f.length = absl::ZeroDuration();
         break;
       case FaultKind::kPartition:
@@ -119,7 +120,8 @@ rc::Gen<Case> case_gen() {
       once.within = absl::Minutes(9);
       s.jobs.push_back(once);
     }
-    if (*rc::gen::inRange(0, 3) == 0) s.cancels.push_back({1, absl::Seconds(*rc::gen::inRange(0, 540))});
+    if (*rc::gen::inRange(0, 3) == 0)
+      s.cancels.push_back({1, absl::Seconds(*rc::gen::inRange(0, 540))});
     s.runner.fail_permille = *rc::gen::inRange<std::uint32_t>(0, 100);
     const auto faults = *rc::gen::inRange(0, 9);
     for (int i = 0; i < faults; ++i) s.faults.push_back(*fault_gen());

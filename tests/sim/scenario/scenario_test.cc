@@ -5,9 +5,9 @@
 #include <rapidcheck/gtest.h>
 
 #include "core/kernel/job_store.h"
+#include "sim/scenario/workload.h"
 #include "sim/world/fault_plan.h"
 #include "sim/world/sim_runner.h"
-#include "sim/scenario/workload.h"
 
 namespace kairos::sim {
 namespace {
@@ -58,12 +58,14 @@ void expect_error(const char* text, const char* needle) {
 }
 
 TEST(Scenario, ErrorsNameFileLineAndWhatWasExpected) {
-  expect_error("name x\nnetwork loss=5%\n", "bad.scenario:2: network: loss: expected an integer per-mille");
+  expect_error("name x\nnetwork loss=5%\n",
+               "bad.scenario:2: network: loss: expected an integer per-mille");
   expect_error("duration 1.5h\n", "bad.scenario:1: duration:");
   expect_error("\n\nbogus 1\n", "bad.scenario:3: unknown directive \"bogus\"");
   expect_error("fault explode at=1m\n", "bad.scenario:1: fault: unknown kind \"explode\"");
   expect_error("fault pause for=1m\n", "bad.scenario:1: fault pause: expected at=<duration>");
-  expect_error("topology workers=2\nfault pause at=1m node=worker-3\n", "bad.scenario:2: unknown node \"worker-3\"");
+  expect_error("topology workers=2\nfault pause at=1m node=worker-3\n",
+               "bad.scenario:2: unknown node \"worker-3\"");
   expect_error("job cron count=1\n", "bad.scenario:1: job: cron: expected expr=");
   expect_error("network delay=5ms..1ms\n", "range start exceeds its end");
   expect_error("sink error=1 colour=red\n", "bad.scenario:1: sink: unknown attribute \"colour\"");
@@ -145,26 +147,33 @@ TEST(Scenario, ParsesPoliciesRunProfilesAndControlDirectives) {
 TEST(Scenario, PolicyAndControlErrorsNameTheAttributeAndWhatWasExpected) {
   expect_error("job interval misfire=later\n",
                "bad.scenario:1: job: misfire: expected run-once, catch-up, skip; got \"later\"");
-  expect_error("job interval overlap=never\n", "bad.scenario:1: job: overlap: expected skip, queue, allow");
+  expect_error("job interval overlap=never\n",
+               "bad.scenario:1: job: overlap: expected skip, queue, allow");
   expect_error("job interval threshold=-5s\n", "bad.scenario:1: job: threshold:");
-  expect_error("job interval catch-up-max=0\n", "bad.scenario:1: job: catch-up-max: expected a count 1..1000");
-  expect_error("job interval catch-up-max=1001\n", "catch-up-max: expected a count 1..1000, got \"1001\"");
+  expect_error("job interval catch-up-max=0\n",
+               "bad.scenario:1: job: catch-up-max: expected a count 1..1000");
+  expect_error("job interval catch-up-max=1001\n",
+               "catch-up-max: expected a count 1..1000, got \"1001\"");
   expect_error("job interval catch-up-spacing=25h\n",
                "bad.scenario:1: job: catch-up-spacing: expected a duration 0s..24h");
   expect_error("job interval max-concurrent=101\n", "job: max-concurrent: expected a count 1..100");
   expect_error("job interval priority=10\n", "job: priority: expected a priority 0..9");
-  expect_error("job interval priority=7..3\n", "job: priority: expected a priority 0..9 or a range");
+  expect_error("job interval priority=7..3\n",
+               "job: priority: expected a priority 0..9 or a range");
   expect_error("job interval priority=high\n", "job: priority:");
   expect_error("job interval attempts=0\n", "job: attempts: expected a count 1..100");
   expect_error("job interval retry=1m..10s\n", "job: retry: range start exceeds its end");
   expect_error("job interval retry=10s\n", "job: retry: expected a range <duration>..<duration>");
-  expect_error("job interval retry-multiplier=99\n", "job: retry-multiplier: expected a percentage 100..1000");
+  expect_error("job interval retry-multiplier=99\n",
+               "job: retry-multiplier: expected a percentage 100..1000");
   expect_error("job interval jitter=101\n", "job: jitter: expected a percentage 0..100");
-  expect_error("job interval timeout=0s\n", "bad.scenario:1: job: timeout: expected a duration in (0s, 7d]");
+  expect_error("job interval timeout=0s\n",
+               "bad.scenario:1: job: timeout: expected a duration in (0s, 7d]");
   expect_error("job interval timeout=8d\n", "job: timeout: expected a duration in (0s, 7d]");
   expect_error("job interval run=5s\n", "job: run: expected a range");
   expect_error("job interval fail=1001\n", "job: fail: expected an integer per-mille rate 0..1000");
-  expect_error("job interval fail=600 permanent-fail=500\n", "job: fail, permanent-fail: their sum");
+  expect_error("job interval fail=600 permanent-fail=500\n",
+               "job: fail, permanent-fail: their sum");
   expect_error("job interval colour=red\n", "bad.scenario:1: job: unknown attribute \"colour\"");
   // The kernel's own validation runs on the whole job (validate_job_spec).
   expect_error("name x\n\njob cron count=1 expr=\"61 * * * *\"\n",
@@ -172,29 +181,37 @@ TEST(Scenario, PolicyAndControlErrorsNameTheAttributeAndWhatWasExpected) {
   expect_error("job cron count=1 expr=\"* * * * *\" zone=Mars/Olympus\n",
                "bad.scenario:1: job: expr, zone: the kernel refuses this job");
   expect_error("timing job-timeout=8d\njob interval\n",
-               "bad.scenario:2: job: timeout (from timing job-timeout): the kernel refuses this job: policy.timeout");
+               "bad.scenario:2: job: timeout (from timing job-timeout): the kernel refuses this "
+               "job: policy.timeout");
 
   expect_error("pause count=1\n", "bad.scenario:1: pause: expected at=<duration>");
   expect_error("trigger at=1m\n", "bad.scenario:1: trigger: expected count=N");
   expect_error("pause at=1m count=0\n", "pause: count: expected a count");
-  expect_error("pause at=1m count=1 for=0s\n", "bad.scenario:1: pause: for: expected a positive duration");
-  expect_error("trigger at=1m count=1 for=1m\n", "bad.scenario:1: trigger: unknown attribute \"for\"");
-  expect_error("reschedule at=1m count=1\n", "bad.scenario:1: reschedule: expected exactly one new schedule");
-  expect_error("reschedule at=1m count=1 every=1m expr=\"* * * * *\"\n", "expected exactly one new schedule");
+  expect_error("pause at=1m count=1 for=0s\n",
+               "bad.scenario:1: pause: for: expected a positive duration");
+  expect_error("trigger at=1m count=1 for=1m\n",
+               "bad.scenario:1: trigger: unknown attribute \"for\"");
+  expect_error("reschedule at=1m count=1\n",
+               "bad.scenario:1: reschedule: expected exactly one new schedule");
+  expect_error("reschedule at=1m count=1 every=1m expr=\"* * * * *\"\n",
+               "expected exactly one new schedule");
   expect_error("reschedule at=1m count=1 every=1m zone=UTC\n", "reschedule: zone: only with expr=");
   expect_error("reschedule at=1m count=1 every=0s\n", "reschedule: every: must be positive");
-  expect_error("reschedule at=1m count=1 expr=\"nonsense\"\n", "bad.scenario:1: reschedule: expr, zone:");
+  expect_error("reschedule at=1m count=1 expr=\"nonsense\"\n",
+               "bad.scenario:1: reschedule: expr, zone:");
   expect_error("job interval\npause at=1m count=1 job=2\n",
                "bad.scenario:2: pause: job: the file has 1 job lines, no job line 2");
   expect_error("job once count=1\ntrigger at=1m count=1 job=1\n",
-               "bad.scenario:2: trigger: job: job line 1 is a one-off; expected a cron or interval job line");
+               "bad.scenario:2: trigger: job: job line 1 is a one-off; expected a cron or interval "
+               "job line");
 }
 
 // A job line the kernel accepts, drawn at random within the documented ranges.
 rc::Gen<JobSpec> job_gen() {
   return rc::gen::exec([] {
     JobSpec j;
-    j.kind = *rc::gen::element(JobSpec::Kind::kCron, JobSpec::Kind::kOnce, JobSpec::Kind::kInterval);
+    j.kind =
+        *rc::gen::element(JobSpec::Kind::kCron, JobSpec::Kind::kOnce, JobSpec::Kind::kInterval);
     j.count = *rc::gen::inRange<std::uint32_t>(1, 50);
     const auto ms = [](std::int64_t lo, std::int64_t hi) {
       return absl::Milliseconds(*rc::gen::inRange<std::int64_t>(lo, hi));
@@ -213,12 +230,14 @@ rc::Gen<JobSpec> job_gen() {
     }
     JobPolicy& p = j.policy;
     if (*rc::gen::arbitrary<bool>())
-      p.misfire = *rc::gen::element(MisfirePolicy::kRunOnce, MisfirePolicy::kCatchUp, MisfirePolicy::kSkip);
+      p.misfire =
+          *rc::gen::element(MisfirePolicy::kRunOnce, MisfirePolicy::kCatchUp, MisfirePolicy::kSkip);
     if (*rc::gen::arbitrary<bool>()) p.misfire_threshold = ms(0, 600'000);
     if (*rc::gen::arbitrary<bool>()) p.catch_up_max = *rc::gen::inRange<std::uint32_t>(1, 1001);
     if (*rc::gen::arbitrary<bool>()) p.catch_up_spacing = ms(0, 86'400'001);
     if (*rc::gen::arbitrary<bool>())
-      p.overlap = *rc::gen::element(OverlapPolicy::kSkip, OverlapPolicy::kQueue, OverlapPolicy::kAllow);
+      p.overlap =
+          *rc::gen::element(OverlapPolicy::kSkip, OverlapPolicy::kQueue, OverlapPolicy::kAllow);
     if (*rc::gen::arbitrary<bool>()) p.max_concurrent = *rc::gen::inRange<std::uint32_t>(1, 101);
     if (*rc::gen::arbitrary<bool>()) {
       j.priority_min = *rc::gen::inRange(0, 10);
@@ -229,15 +248,18 @@ rc::Gen<JobSpec> job_gen() {
       p.retry_initial = ms(0, 600'000);
       p.retry_max = p.retry_initial + ms(0, 600'000);
     }
-    if (*rc::gen::arbitrary<bool>()) p.retry_multiplier_percent = *rc::gen::inRange<std::uint32_t>(100, 1001);
-    if (*rc::gen::arbitrary<bool>()) p.retry_jitter_percent = *rc::gen::inRange<std::uint32_t>(0, 101);
+    if (*rc::gen::arbitrary<bool>())
+      p.retry_multiplier_percent = *rc::gen::inRange<std::uint32_t>(100, 1001);
+    if (*rc::gen::arbitrary<bool>())
+      p.retry_jitter_percent = *rc::gen::inRange<std::uint32_t>(0, 101);
     if (*rc::gen::arbitrary<bool>()) j.timeout = ms(1, 7 * 86'400'000 + 1);
     if (*rc::gen::arbitrary<bool>()) {
       j.run.min_duration = ms(0, 100'000);
       j.run.max_duration = *j.run.min_duration + ms(0, 100'000);
     }
     if (*rc::gen::arbitrary<bool>()) j.run.fail_permille = *rc::gen::inRange<std::uint32_t>(0, 501);
-    if (*rc::gen::arbitrary<bool>()) j.run.permanent_fail_permille = *rc::gen::inRange<std::uint32_t>(0, 501);
+    if (*rc::gen::arbitrary<bool>())
+      j.run.permanent_fail_permille = *rc::gen::inRange<std::uint32_t>(0, 501);
     return j;
   });
 }
@@ -250,18 +272,19 @@ RC_GTEST_PROP(Scenario, PoliciesAndControlsRoundTrip, ()) {
   RC_ASSERT(base.ok());
   Scenario s = *base;
   s.cancels.clear();
-  s.jobs = *rc::gen::container<std::vector<JobSpec>>(*rc::gen::inRange<std::size_t>(1, 6), job_gen());
+  s.jobs =
+      *rc::gen::container<std::vector<JobSpec>>(*rc::gen::inRange<std::size_t>(1, 6), job_gen());
   std::vector<std::uint32_t> recurring;  // 1-based job lines
   for (std::size_t i = 0; i < s.jobs.size(); ++i)
     if (s.jobs[i].recurring()) recurring.push_back(static_cast<std::uint32_t>(i + 1));
   const auto n_controls = *rc::gen::inRange<std::size_t>(0, 6);
   for (std::size_t i = 0; i < n_controls; ++i) {
     ControlSpec c;
-    c.op = *rc::gen::element(ControlSpec::Op::kPause, ControlSpec::Op::kReschedule, ControlSpec::Op::kTrigger);
+    c.op = *rc::gen::element(ControlSpec::Op::kPause, ControlSpec::Op::kReschedule,
+                             ControlSpec::Op::kTrigger);
     c.at = absl::Milliseconds(*rc::gen::inRange<std::int64_t>(0, 3'600'000));
     c.count = *rc::gen::inRange<std::uint32_t>(1, 20);
-    if (!recurring.empty() && *rc::gen::arbitrary<bool>())
-      c.job = *rc::gen::elementOf(recurring);
+    if (!recurring.empty() && *rc::gen::arbitrary<bool>()) c.job = *rc::gen::elementOf(recurring);
     if (c.op == ControlSpec::Op::kPause && *rc::gen::arbitrary<bool>())
       c.resume_after = absl::Milliseconds(*rc::gen::inRange<std::int64_t>(1, 3'600'000));
     if (c.op == ControlSpec::Op::kReschedule) {
@@ -301,7 +324,9 @@ TEST(RunProfile, PayloadCarriesTheJobsProfileAndFallsBackToTheRunner) {
   EXPECT_EQ(c.tail_permille, 7u);  // tail and hang always from the runner
   EXPECT_EQ(c.hang_permille, 3u);
   // Unknown or malformed words are ignored.
-  EXPECT_EQ(apply_run_profile(CommandPayload{{"sim-job", "run=9s..1s", "fail=2000", "x=1"}, {}, {}}, base), base);
+  EXPECT_EQ(apply_run_profile(CommandPayload{{"sim-job", "run=9s..1s", "fail=2000", "x=1"}, {}, {}},
+                              base),
+            base);
   EXPECT_EQ(apply_run_profile(HttpPayload{}, base), base);
 }
 
@@ -335,7 +360,8 @@ class ExpectedOccurrences : public ::testing::Test {
     for (std::int64_t i = from; i <= to; ++i) v.push_back(i);
     return v;
   }
-  static std::vector<std::int64_t> join(std::vector<std::int64_t> a, const std::vector<std::int64_t>& b) {
+  static std::vector<std::int64_t> join(std::vector<std::int64_t> a,
+                                        const std::vector<std::int64_t>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   }
@@ -367,7 +393,8 @@ TEST_F(ExpectedOccurrences, ARescheduleSplitsOldBeforeTheSendAndNewAfterTheAnswe
   every5.every = absl::Minutes(5);
   every5.start = at(absl::Minutes(15));
   // Sent at 10m, answered at 10m20s: old fires < 8m, new fires > 12m20s.
-  j.reschedules.push_back({at(absl::Minutes(10)), at(absl::Minutes(10) + absl::Seconds(20)), every5});
+  j.reschedules.push_back(
+      {at(absl::Minutes(10)), at(absl::Minutes(10) + absl::Seconds(20)), every5});
   EXPECT_EQ(minutes(j, absl::Minutes(40)), join(range(0, 7), {15, 20, 25, 30, 35, 40}));
   // A cron schedule: its first fire after the answer plus the margin.
   JobTimeline c = every_minute();
@@ -424,7 +451,8 @@ TEST(FaultPlan, SwarmBaseExercisesEveryPolicyAndControl) {
   const Scenario base = default_swarm_base();
   bool overlap[3] = {}, misfire_catch_up = false, retries = false, priorities = false;
   for (const auto& j : base.jobs) {
-    overlap[static_cast<int>(j.policy.overlap)] |= j.run.max_duration && *j.run.min_duration > j.every;
+    overlap[static_cast<int>(j.policy.overlap)] |=
+        j.run.max_duration && *j.run.min_duration > j.every;
     misfire_catch_up |= j.policy.misfire == MisfirePolicy::kCatchUp && j.policy.catch_up_max <= 3;
     retries |= j.max_attempts.value_or(0) >= 4 && j.run.fail_permille.value_or(0) > 0;
     priorities |= j.priority_max > j.priority_min;

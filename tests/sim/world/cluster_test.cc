@@ -22,7 +22,8 @@ job cron count=4 expr="*/2 * * * *" zone=America/New_York
 job once count=20 within=10m
 cancel count=1 at=5m
 swarm per-hour=30 for=1s..20s kinds=pause,crash,crash-at,partition,one-way,isolate,store-crash,store-outage,store-slow,net,clock-jump,clock-drift,sink-faults,swizzle,fleet-restart
-)", "small");
+)",
+                          "small");
   EXPECT_TRUE(s.ok()) << s.status();
   return *s;
 }
@@ -68,7 +69,8 @@ duration 3h
 quiet-tail 30m
 topology schedulers=1 workers=1 shards=1
 job cron count=2 expr="30 2 * * *" zone=Europe/Berlin
-)", "dst");
+)",
+                          "dst");
   ASSERT_TRUE(s.ok()) << s.status();
   Cluster c(*s, 1);
   const RunSummary r = c.run();
@@ -96,7 +98,8 @@ pause at=3m count=2 job=1 for=2m
 pause at=4m count=1 job=2
 reschedule at=6m count=1 job=2 every=45s
 trigger at=8m count=2 job=1
-)", "control");
+)",
+                          "control");
   ASSERT_TRUE(s.ok()) << s.status();
   Cluster c(*s, 3);
   const RunSummary r = c.run();
@@ -143,7 +146,8 @@ fault crash-at at=2m node=worker-1 point=effect-before-complete
 fault crash-at at=3m node=scheduler-2 point=claim-after-commit
 fault crash-at at=4m node=any-scheduler point=complete-after-commit-before-ack
 fault crash-at at=5m node=leader point=dispatch-before-commit
-)", "points");
+)",
+                          "points");
   ASSERT_TRUE(s.ok()) << s.status();
   std::set<std::string> hit;
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
@@ -261,8 +265,11 @@ TEST(Checker, StaleCompletionsAndMissingOccurrencesAreViolations) {
   // A completion recorded as made by a worker that never held token 1.
   Event e;
   e.kind = "run.completed";
-  e.with("job", std::string("j")).with("incarnation", std::uint64_t{1}).with("nominal", x.t0)
-      .with("token", std::uint64_t{1}).with("worker", std::string("worker-9"));
+  e.with("job", std::string("j"))
+      .with("incarnation", std::uint64_t{1})
+      .with("nominal", x.t0)
+      .with("token", std::uint64_t{1})
+      .with("worker", std::string("worker-9"));
   x.facts.observe_event(e, x.t0 + absl::Seconds(13));
   x.expected.push_back({"k", 1, x.t0, x.t0});  // never dispatched
   MemoryStorage::Map final_store;

@@ -6,9 +6,9 @@
 
 #include <optional>
 
+#include "core/twins/manual_clock.h"
 #include "core/twins/manual_loop.h"
 #include "core/twins/memory_storage.h"
-#include "core/twins/manual_clock.h"
 
 namespace kairos {
 namespace {
@@ -70,9 +70,9 @@ TEST(FaultyStorage, UnknownAppliedPassesAbortsThrough) {
 TEST(FaultyStorage, SameSeedSameFaults) {
   auto outcomes = [](std::uint64_t seed) {
     Rig rig;
-    FaultyStorage s(rig.inner, rig.loop, Random(seed),
-                    {.conflict = 200, .unavailable = 200, .unknown_applied = 200,
-                     .unknown_not_applied = 200});
+    FaultyStorage s(
+        rig.inner, rig.loop, Random(seed),
+        {.conflict = 200, .unavailable = 200, .unknown_applied = 200, .unknown_not_applied = 200});
     std::vector<CommitOutcome> out;
     for (int i = 0; i < 200; ++i) out.push_back(rig.run(s, "k" + std::to_string(i)).outcome);
     EXPECT_EQ(s.counts().transactions, 200u);

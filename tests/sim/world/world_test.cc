@@ -16,7 +16,8 @@ TEST(World, RunsEventsInTimeThenSequenceOrder) {
   w.schedule_after(absl::Seconds(2), EventKind::kWorld, kWorldNode, 0, [&] { order.push_back(3); });
   w.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0, [&] { order.push_back(1); });
   w.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0, [&] { order.push_back(2); });
-  const EventId c = w.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0, [&] { order.push_back(99); });
+  const EventId c = w.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0,
+                                     [&] { order.push_back(99); });
   w.cancel(c);
   w.run_for(absl::Seconds(10));
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
@@ -31,9 +32,11 @@ std::uint64_t random_run(std::uint64_t seed) {
   int left = 1000;
   tick = [&] {
     if (--left <= 0) return;
-    w.schedule_after(absl::Microseconds(r.below(1000)), EventKind::kWorld, kWorldNode, r.next_u64(), tick);
+    w.schedule_after(absl::Microseconds(r.below(1000)), EventKind::kWorld, kWorldNode, r.next_u64(),
+                     tick);
   };
-  for (int i = 0; i < 10; ++i) w.schedule_after(absl::ZeroDuration(), EventKind::kWorld, kWorldNode, 0, tick);
+  for (int i = 0; i < 10; ++i)
+    w.schedule_after(absl::ZeroDuration(), EventKind::kWorld, kWorldNode, 0, tick);
   w.run_for(absl::Hours(1));
   return w.trace_hash();
 }
@@ -58,7 +61,10 @@ TEST(World, CrashDropsPendingEventsAndPauseDefersThemInOrder) {
   w.schedule_after(absl::Seconds(2), EventKind::kTimer, a, 0, [&] { seen.push_back("y"); });
   w.pause(a, absl::Seconds(5));
   absl::Time ran_at;
-  w.schedule_after(absl::Seconds(3), EventKind::kTimer, a, 0, [&] { seen.push_back("z"); ran_at = w.now(); });
+  w.schedule_after(absl::Seconds(3), EventKind::kTimer, a, 0, [&] {
+    seen.push_back("z");
+    ran_at = w.now();
+  });
   w.run_for(absl::Seconds(10));
   EXPECT_EQ(seen, (std::vector<std::string>{"x", "y", "z"}));
   EXPECT_EQ(ran_at - w.start(), absl::Seconds(2 + 5));  // deferred to the pause's end
@@ -85,7 +91,10 @@ TEST(SimTimers, DriftStretchesTimersJumpsDoNot) {
   SimClock slow(w, absl::ZeroDuration(), -500000);  // runs at half speed
   SimTimers t(w, n, slow);
   absl::Time fired_true, fired_local;
-  t.after(absl::Seconds(10), [&] { fired_true = w.now(); fired_local = slow.now(); });
+  t.after(absl::Seconds(10), [&] {
+    fired_true = w.now();
+    fired_local = slow.now();
+  });
   slow.jump(absl::Hours(1));  // does not move the pending timer
   w.run_for(absl::Minutes(1));
   EXPECT_EQ(fired_true - w.start(), absl::Seconds(20));
