@@ -11,7 +11,7 @@ PACKAGES=(
   liblmdb-dev lmdb-utils
   libpq-dev postgresql
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   tzdata curl
 )
 

@@ -25,6 +25,12 @@ count_ctest() {
 step "setup"
 scripts/setup.sh
 
+step "house checks"
+scripts/check-tree.sh 2>&1 | tee "$logs/tree.log" || true
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/tree.log" | tail -1)
+total_passed=$((total_passed + $(cut -d' ' -f1 <<<"$line")))
+total_failed=$((total_failed + $(cut -d' ' -f3 <<<"$line")))
+
 step "release build"
 scripts/build.sh release
 step "release tests"
