@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
+#include "core/base/text.h"
 
 namespace kairos {
 namespace {
@@ -19,7 +20,7 @@ constexpr Unit kUnits[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 
 
 absl::Status bad(std::string_view text, std::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(
-      "invalid duration \"", absl_sv(text), "\": ", absl_sv(why),
+      "invalid duration \"", excerpt(text), "\": ", absl_sv(why),
       "; expected integers with units d, h, m, s, ms in that order, e.g. 90s, 1h30m, 1s500ms"));
 }
 
@@ -62,7 +63,7 @@ absl::StatusOr<absl::Duration> parse_duration(std::string_view text) {
         ++unit_end;
       const std::size_t unit_start = unit < 0 ? i : i - kUnits[unit].name.size();
       return bad(text, absl::StrCat("unknown unit '",
-                                    absl_sv(text.substr(unit_start, unit_end - unit_start)),
+                                    excerpt(text.substr(unit_start, unit_end - unit_start)),
                                     "' at position ", unit_start + 1));
     }
     if (unit <= last_unit) {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
+#include "core/base/rfc3339.h"
 
 namespace kairos {
 
@@ -39,9 +40,7 @@ struct ValueFormatter {
     else
       out += v;
   }
-  void operator()(absl::Time v) const {
-    out += absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", v, absl::UTCTimeZone());
-  }
+  void operator()(absl::Time v) const { out += format_rfc3339_utc(v); }
   void operator()(absl::Duration v) const { out += absl::FormatDuration(v); }
 };
 }  // namespace

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/absl_compat.h"
+#include "core/base/text.h"
 #include "core/schedule/cron_schedule.h"
 #include "core/schedule/explain.h"
 #include "core/schedule/schedule_text.h"
@@ -48,7 +49,7 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
   const std::string& cmd = args[0];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") return {0, kUsage, ""};
   if (cmd != "next" && cmd != "explain") {
-    return usage_error("", absl::StrCat("unknown subcommand '", cmd,
+    return usage_error("", absl::StrCat("unknown subcommand '", excerpt(cmd),
                                         "' (expected next or explain; see kairos cron --help)"));
   }
   std::string zone = "UTC", id;
@@ -79,7 +80,13 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
     const bool known = name == "--tz" || name == "--from" || name == "-n" || name == "--id" ||
                        name == "--dst-gap" || name == "--dst-fold";
     if (!known || (cmd == "explain" && name == "-n")) {
-      return usage_error(cmd, absl::StrCat("unknown flag '", name, "' (see kairos cron --help)"));
+      // "-1 * * * *" or "-5" looks like a flag; say how to pass it as EXPR.
+      const bool looks_like_field = name.size() > 1 && name[1] >= '0' && name[1] <= '9';
+      return usage_error(
+          cmd, absl::StrCat("unknown flag '", excerpt(name), "' (see kairos cron --help",
+                            looks_like_field ? "; to pass an expression that starts with '-', put "
+                                               "-- before it: kairos cron next -- '-1 * * * *')"
+                                             : ")"));
     }
     if (!has_value) {
       if (i + 1 >= args.size()) return usage_error(cmd, absl::StrCat(name, " needs a value"));
@@ -101,7 +108,8 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
         for (char c : value) n = n * 10 + (c - '0');
       }
       if (!ok || n < 1 || n > 100000) {
-        return usage_error(cmd, absl::StrCat("-n: '", value, "' is not a number from 1 to 100000"));
+        return usage_error(
+            cmd, absl::StrCat("-n: '", excerpt(value), "' is not a number from 1 to 100000"));
       }
       count = n;
     } else if (name == "--dst-gap") {
@@ -110,7 +118,8 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
       else if (value == "skip")
         gap = DstGap::kSkip;
       else
-        return usage_error(cmd, absl::StrCat("--dst-gap: '", value, "' is not shift or skip"));
+        return usage_error(cmd,
+                           absl::StrCat("--dst-gap: '", excerpt(value), "' is not shift or skip"));
     } else if (name == "--dst-fold") {
       if (value == "first")
         fold = DstFold::kFirst;
@@ -119,8 +128,8 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
       else if (value == "both")
         fold = DstFold::kBoth;
       else
-        return usage_error(cmd,
-                           absl::StrCat("--dst-fold: '", value, "' is not first, last or both"));
+        return usage_error(
+            cmd, absl::StrCat("--dst-fold: '", excerpt(value), "' is not first, last or both"));
     }
   }
   if (positional.empty())
@@ -128,8 +137,8 @@ CliResult run_cron_cli(const std::vector<std::string>& args, absl::Time now) {
   const std::string expr = absl::StrJoin(positional, " ");
   auto e = CronExpr::parse(expr, id);
   if (!e.ok()) {
-    return usage_error(
-        cmd, absl::StrCat("invalid cron expression \"", expr, "\": ", e.status().message()));
+    return usage_error(cmd, absl::StrCat("invalid cron expression \"", excerpt(expr),
+                                         "\": ", e.status().message()));
   }
   auto tz = load_zone(zone);
   if (!tz.ok()) return usage_error(cmd, absl::StrCat("--tz: ", tz.status().message()));

@@ -9,6 +9,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/base/stable_hash.h"
+#include "core/base/text.h"
 
 namespace kairos::cron {
 
@@ -102,6 +103,26 @@ bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 
 std::uint64_t bit(int i) { return std::uint64_t{1} << i; }
 
+// The run of digits at text[pos...]; advances pos past all of them, however
+// many there are (an error then quotes the whole number, not a prefix).
+std::string_view leading_digits(std::string_view text, std::size_t& pos) {
+  const std::size_t start = pos;
+  while (pos < text.size() && is_digit(text[pos])) ++pos;
+  return text.substr(start, pos - start);
+}
+
+// The value of a digit run, saturated at kTooLarge: every field's range is
+// far below it, so a saturated value is always reported as out of range.
+constexpr std::int64_t kTooLarge = 1'000'000;
+std::int64_t bounded_number(std::string_view digits) {
+  std::int64_t v = 0;
+  for (const char c : digits) {
+    v = v * 10 + (c - '0');
+    if (v >= kTooLarge) return kTooLarge;
+  }
+  return v;
+}
+
 }  // namespace
 
 class CronParser {
@@ -128,17 +149,10 @@ class CronParser {
 absl::StatusOr<int> CronParser::value(int field, std::string_view text, std::size_t& pos) const {
   const FieldInfo& f = kFields[field];
   if (pos < text.size() && is_digit(text[pos])) {
-    std::int64_t v = 0;
-    const std::size_t start = pos;
-    while (pos < text.size() && is_digit(text[pos])) {
-      v = v * 10 + (text[pos] - '0');
-      if (v > 1000000) break;
-      ++pos;
-    }
-    while (pos < text.size() && is_digit(text[pos])) ++pos;
+    const std::string_view digits = leading_digits(text, pos);
+    const std::int64_t v = bounded_number(digits);
     if (v < f.lo || v > f.hi) {
-      return err(field, absl::StrCat(absl_sv(text.substr(start, pos - start)), " is out of range ",
-                                     f.lo, "-", f.hi));
+      return err(field, absl::StrCat(excerpt(digits), " is out of range ", f.lo, "-", f.hi));
     }
     return static_cast<int>(v);
   }
@@ -157,13 +171,13 @@ absl::StatusOr<int> CronParser::value(int field, std::string_view text, std::siz
     for (int i = 0; i < count; ++i) {
       if (name == names[i]) return field == kMon ? i + 1 : i;
     }
-    return err(field, absl::StrCat("unknown name '", absl_sv(text.substr(start, pos - start)),
+    return err(field, absl::StrCat("unknown name '", excerpt(text.substr(start, pos - start)),
                                    "' (expected ", field == kMon ? "JAN-DEC" : "SUN-SAT", ")"));
   }
   if (pos >= text.size())
-    return err(field, absl::StrCat("'", absl_sv(text), "' ends where a value was expected"));
+    return err(field, absl::StrCat("'", excerpt(text), "' ends where a value was expected"));
   return err(field,
-             absl::StrCat("unexpected '", absl_sv(text.substr(pos, 1)), "' in '", absl_sv(text),
+             absl::StrCat("unexpected '", excerpt(text.substr(pos, 1)), "' in '", excerpt(text),
                           "' (expected a number", field == kMon ? " or a month name" : "",
                           field == kDow ? " or a day name" : "", ")"));
 }
@@ -194,19 +208,19 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
       std::int64_t n = 0;
       while (p < up.size() && is_digit(up[p]) && n < 1000) n = n * 10 + (up[p++] - '0');
       if (p != up.size() || p == 2)
-        return err(field, absl::StrCat("'", absl_sv(it), "' is not L-N (N a number of days)"));
+        return err(field, absl::StrCat("'", excerpt(it), "' is not L-N (N a number of days)"));
       if (n > 30)
         return err(field,
-                   absl::StrCat("in '", absl_sv(it), "' the offset ", n, " is out of range 0-30"));
+                   absl::StrCat("in '", excerpt(it), "' the offset ", n, " is out of range 0-30"));
       e.dom_special_.push_back({DomSpecial::kLast, static_cast<std::uint8_t>(n)});
       return absl::OkStatus();
     }
-    return err(field, absl::StrCat("'", absl_sv(it), "' is not L, L-N or LW"));
+    return err(field, absl::StrCat("'", excerpt(it), "' is not L, L-N or LW"));
   }
   if (field == kDom && up.back() == 'W' && is_digit(up[0])) {
     KAIROS_ASSIGN_OR_RETURN(const int d, value(field, it, pos));
     if (pos != it.size() - 1)
-      return err(field, absl::StrCat("'", absl_sv(it), "' is not NW (nearest weekday to day N)"));
+      return err(field, absl::StrCat("'", excerpt(it), "' is not NW (nearest weekday to day N)"));
     e.dom_special_.push_back({DomSpecial::kNearestWeekday, static_cast<std::uint8_t>(d)});
     return absl::OkStatus();
   }
@@ -225,7 +239,7 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
     hi = top;
     pos = 1;
     if (up[0] == '?' && it.size() != 1)
-      return err(field, absl::StrCat("'", absl_sv(it), "': '?' stands alone"));
+      return err(field, absl::StrCat("'", excerpt(it), "': '?' stands alone"));
   } else if (up[0] == 'H') {
     pos = 1;
     int hlo = f.hash_lo, hhi = f.hash_hi;
@@ -233,11 +247,11 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
       ++pos;
       KAIROS_ASSIGN_OR_RETURN(hlo, value(field, it, pos));
       if (pos >= it.size() || it[pos] != '-')
-        return err(field, absl::StrCat("'", absl_sv(it), "': expected H(N-M)"));
+        return err(field, absl::StrCat("'", excerpt(it), "': expected H(N-M)"));
       ++pos;
       KAIROS_ASSIGN_OR_RETURN(hhi, value(field, it, pos));
       if (pos >= it.size() || it[pos] != ')')
-        return err(field, absl::StrCat("'", absl_sv(it), "': expected ')' after H(N-M"));
+        return err(field, absl::StrCat("'", excerpt(it), "': expected ')' after H(N-M"));
       ++pos;
       if (field == kDow) {
         if (hhi == 7) hhi = 6;
@@ -245,31 +259,30 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
       }
       if (hlo > hhi)
         return err(field,
-                   absl::StrCat("range ", hlo, "-", hhi, " in '", absl_sv(it), "' is reversed"));
+                   absl::StrCat("range ", hlo, "-", hhi, " in '", excerpt(it), "' is reversed"));
     }
     const std::uint64_t h = stable_hash(job_id_, static_cast<std::uint64_t>(field));
     const int width = hhi - hlo + 1;
     if (pos < it.size() && it[pos] == '/') {
       ++pos;
-      const std::size_t step_start = pos;
-      std::int64_t step = 0;
-      while (pos < it.size() && is_digit(it[pos]) && step < 100000)
-        step = step * 10 + (it[pos++] - '0');
-      if (pos == step_start)
-        return err(field, absl::StrCat("'", absl_sv(it), "': expected a step number after '/'"));
+      const std::string_view digits = leading_digits(it, pos);
+      if (digits.empty())
+        return err(field, absl::StrCat("'", excerpt(it), "': expected a step number after '/'"));
       if (pos != it.size())
-        return err(field, absl::StrCat("unexpected '", absl_sv(it.substr(pos)),
-                                       "' after the step in '", absl_sv(it), "'"));
+        return err(field, absl::StrCat("unexpected '", excerpt(it.substr(pos)),
+                                       "' after the step in '", excerpt(it), "'"));
+      const std::int64_t step = bounded_number(digits);
       if (step < 1) return err(field, "step 0 must be at least 1");
       if (step > width)
-        return err(field, absl::StrCat("step ", step, " is larger than the range ", hlo, "-", hhi));
+        return err(field, absl::StrCat("step ", excerpt(digits), " is larger than the range ", hlo,
+                                       "-", hhi));
       const int offset = static_cast<int>(h % static_cast<std::uint64_t>(step));
       for (int v = hlo + offset; v <= hhi; v += static_cast<int>(step)) mask |= bit(v);
       return absl::OkStatus();
     }
     if (pos != it.size())
       return err(field,
-                 absl::StrCat("unexpected '", absl_sv(it.substr(pos)), "' in '", absl_sv(it), "'"));
+                 absl::StrCat("unexpected '", excerpt(it.substr(pos)), "' in '", excerpt(it), "'"));
     mask |= bit(hlo + static_cast<int>(h % static_cast<std::uint64_t>(width)));
     return absl::OkStatus();
   } else {
@@ -280,7 +293,7 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
       has_range_start = true;
       KAIROS_ASSIGN_OR_RETURN(hi, value(field, it, pos));
       if (lo > hi) {
-        std::string why = absl::StrCat("range ", absl_sv(it.substr(0, pos)), " is reversed (", lo,
+        std::string why = absl::StrCat("range ", excerpt(it.substr(0, pos)), " is reversed (", lo,
                                        " > ", hi, ")");
         if (field == kDow && hi == 0)
           absl::StrAppend(&why, "; SUN is 0, write 7 for a Sunday at the end, e.g. MON-7");
@@ -293,14 +306,14 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
     }
     if (field == kDow && pos < it.size() && upper(it[pos]) == 'L' && !has_range_start) {
       if (pos + 1 != it.size())
-        return err(field, absl::StrCat("'", absl_sv(it), "' is not NL (last N-day of the month)"));
+        return err(field, absl::StrCat("'", excerpt(it), "' is not NL (last N-day of the month)"));
       e.dow_special_.push_back({DowSpecial::kLast, static_cast<std::uint8_t>(lo % 7), 0});
       return absl::OkStatus();
     }
     if (field == kDow && pos < it.size() && it[pos] == '#' && !has_range_start) {
       ++pos;
       if (pos + 1 != it.size() || it[pos] < '1' || it[pos] > '5') {
-        return err(field, absl::StrCat("'", absl_sv(it),
+        return err(field, absl::StrCat("'", excerpt(it),
                                        "': after # expected 1-5 (which N-day of the month)"));
       }
       e.dow_special_.push_back({DowSpecial::kNth, static_cast<std::uint8_t>(lo % 7),
@@ -311,22 +324,21 @@ absl::Status CronParser::item(int field, std::string_view it, CronExpr& e, std::
   int step = 1;
   if (pos < it.size() && it[pos] == '/') {
     ++pos;
-    const std::size_t step_start = pos;
-    std::int64_t s = 0;
-    while (pos < it.size() && is_digit(it[pos]) && s < 100000) s = s * 10 + (it[pos++] - '0');
-    if (pos == step_start)
-      return err(field, absl::StrCat("'", absl_sv(it), "': expected a step number after '/'"));
+    const std::string_view digits = leading_digits(it, pos);
+    if (digits.empty())
+      return err(field, absl::StrCat("'", excerpt(it), "': expected a step number after '/'"));
+    const std::int64_t s = bounded_number(digits);
     if (s < 1) return err(field, "step 0 must be at least 1");
     const int width = (field == kDow ? 7 : f.hi - f.lo + 1);
     if (s > width) {
-      return err(field,
-                 absl::StrCat("step ", s, " is larger than the field's range ", f.lo, "-", top));
+      return err(field, absl::StrCat("step ", excerpt(digits), " is larger than the field's range ",
+                                     f.lo, "-", top));
     }
     step = static_cast<int>(s);
   }
   if (pos != it.size()) {
     return err(field,
-               absl::StrCat("unexpected '", absl_sv(it.substr(pos)), "' in '", absl_sv(it), "'"));
+               absl::StrCat("unexpected '", excerpt(it.substr(pos)), "' in '", excerpt(it), "'"));
   }
   for (int v = lo; v <= hi; v += step) mask |= bit(field == kDow ? v % 7 : v);
   return absl::OkStatus();
@@ -417,7 +429,7 @@ absl::StatusOr<CronExpr> CronExpr::parse(std::string_view text, std::string_view
       if (lower == m.name) return parse(m.expansion, job_id);
     }
     return absl::InvalidArgumentError(absl::StrCat(
-        "unknown macro '", absl_sv(fields[0]),
+        "unknown macro '", excerpt(fields[0]),
         "' (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)"));
   }
   if (fields.size() != 5 && fields.size() != 6) {
@@ -443,9 +455,9 @@ absl::StatusOr<CronExpr> CronExpr::parse(std::string_view text, std::string_view
   if (!e.can_ever_fire()) {
     const std::size_t d = fields.size() - 3;
     return absl::InvalidArgumentError(absl::StrCat(
-        "the expression never fires: no date matches day-of-month '", absl_sv(fields[d]),
-        "' in month '", absl_sv(fields[d + 1]), "'",
-        e.dow_restricted_ ? absl::StrCat(" with day-of-week '", absl_sv(fields[d + 2]), "'") : ""));
+        "the expression never fires: no date matches day-of-month '", excerpt(fields[d]),
+        "' in month '", excerpt(fields[d + 1]), "'",
+        e.dow_restricted_ ? absl::StrCat(" with day-of-week '", excerpt(fields[d + 2]), "'") : ""));
   }
   return e;
 }

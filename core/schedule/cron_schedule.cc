@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/base/text.h"
 
 namespace kairos::cron {
 namespace {
@@ -18,6 +19,25 @@ std::int64_t unix_seconds(const absl::CivilSecond& c) { return to_local_seconds(
 
 }  // namespace
 
+bool is_zone_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxZoneNameBytes) return false;
+  int parts = 0;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('/', start);
+    if (end == std::string_view::npos) end = name.size();
+    const std::string_view part = name.substr(start, end - start);
+    if (part.empty() || ++parts > kMaxZoneNameParts) return false;
+    const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+    if (!letter(part[0])) return false;
+    for (const char c : part) {
+      if (!letter(c) && !(c >= '0' && c <= '9') && c != '_' && c != '+' && c != '-') return false;
+    }
+    start = end + 1;
+  }
+  return true;
+}
+
 absl::StatusOr<absl::TimeZone> load_zone(std::string_view name) {
   if (name.empty())
     return absl::InvalidArgumentError(
@@ -27,10 +47,20 @@ absl::StatusOr<absl::TimeZone> load_zone(std::string_view name) {
         "time zone \"localtime\" is not allowed: schedules never use the server's local zone; name "
         "an IANA zone such as Europe/Berlin, or UTC");
   }
+  // The grammar comes first: the zone loader also accepts file paths, and a
+  // name chosen by a client must never make the server open a file outside
+  // the zone database (nor block on a FIFO or a device).
+  if (!is_zone_name(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "time zone \"", excerpt(name),
+        "\" is not an IANA zone name (expected names such as Europe/Berlin, America/Argentina/"
+        "Buenos_Aires or UTC: letters, digits, '_', '+' and '-' in parts separated by '/'; file "
+        "paths are not accepted)"));
+  }
   absl::TimeZone tz;
   if (!absl::LoadTimeZone(absl_sv(name), &tz)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown time zone \"", absl_sv(name),
+        absl::StrCat("unknown time zone \"", excerpt(name),
                      "\" (expected an IANA name such as Europe/Berlin, or UTC)"));
   }
   return tz;

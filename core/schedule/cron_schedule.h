@@ -32,6 +32,7 @@
 // threads for reading.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,9 +46,18 @@
 
 namespace kairos::cron {
 
+// IANA zone names: parts of letters, digits, '_', '+' and '-', each starting
+// with a letter, separated by '/' ("Europe/Berlin", "Etc/GMT+5",
+// "America/Argentina/Buenos_Aires"). Nothing else: no path, no "..", no
+// loader prefix such as "file:".
+inline constexpr std::size_t kMaxZoneNameBytes = 64;
+inline constexpr int kMaxZoneNameParts = 4;
+bool is_zone_name(std::string_view name);
+
 // Loads an IANA zone from the system tz database. "" and "localtime" are
-// rejected (a schedule never runs in the server's local zone); an unknown name
-// is an error naming it.
+// rejected (a schedule never runs in the server's local zone), and so is
+// anything that is not an IANA zone name (is_zone_name()): the loader never
+// opens a path a caller chose. An unknown name is an error naming it.
 absl::StatusOr<absl::TimeZone> load_zone(std::string_view name);
 
 class CronSchedule {

@@ -1,4 +1,4 @@
-// Implements core/schedule/schedule.h on top of the cron engine (core/cron/).
+// Implements core/schedule/schedule.h on top of the cron engine (cron_schedule.h).
 #include "core/schedule/schedule.h"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/base/duration.h"
+#include "core/base/rfc3339.h"
 #include "core/base/stable_hash.h"
 #include "core/schedule/cron_schedule.h"
 
@@ -30,6 +31,24 @@ Fire plain_fire(absl::Time at, const absl::TimeZone& zone) {
 
 }  // namespace
 
+bool in_supported_range(absl::Time t) {
+  return t >= absl::FromUnixSeconds(kEarliestUnixSeconds) &&
+         t < absl::FromUnixSeconds(kEndUnixSeconds);
+}
+
+std::string supported_range_text() {
+  return absl::StrCat(format_rfc3339_utc(absl::FromUnixSeconds(kEarliestUnixSeconds)),
+                      " to (not including) ",
+                      format_rfc3339_utc(absl::FromUnixSeconds(kEndUnixSeconds)));
+}
+
+absl::Status check_supported_time(absl::Time t, std::string_view what) {
+  if (in_supported_range(t)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(absl_sv(what), " ", format_rfc3339_utc(t),
+                                                 " is outside the supported range ",
+                                                 supported_range_text()));
+}
+
 absl::StatusOr<Schedule> Schedule::compile(const ScheduleSpec& spec, std::string_view job_id) {
   auto compiled = std::make_shared<Compiled>();
   KAIROS_ASSIGN_OR_RETURN(compiled->zone, cron::load_zone(spec.zone));
@@ -50,6 +69,7 @@ absl::StatusOr<Schedule> Schedule::compile(const ScheduleSpec& spec, std::string
         return absl::InvalidArgumentError(
             "one-off schedule needs a finite instant (RFC 3339 with an offset)");
       }
+      KAIROS_RETURN_IF_ERROR(check_supported_time(spec.at, "one-off instant"));
       break;
     case ScheduleSpec::Kind::kInterval:
       if (spec.every <= absl::ZeroDuration() || spec.every == absl::InfiniteDuration()) {
@@ -60,6 +80,9 @@ absl::StatusOr<Schedule> Schedule::compile(const ScheduleSpec& spec, std::string
         return absl::InvalidArgumentError(
             "interval schedule needs a finite start time (the anchor of 'every')");
       }
+      KAIROS_RETURN_IF_ERROR(check_supported_time(spec.start, "interval start"));
+      if (spec.end != absl::InfiniteFuture())
+        KAIROS_RETURN_IF_ERROR(check_supported_time(spec.end, "interval end"));
       if (spec.end < spec.start) {
         return absl::InvalidArgumentError("interval schedule ends before it starts");
       }

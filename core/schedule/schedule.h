@@ -76,6 +76,19 @@ struct ScheduleSpec {
   friend bool operator==(const ScheduleSpec&, const ScheduleSpec&) = default;
 };
 
+// The instants Kairos accepts wherever a time enters (RFC 3339 text, one-off
+// instants, interval anchors and ends): from 1970-01-01T00:00:00Z up to, not
+// including, 9999-12-30T00:00:00Z. Outside it a local wall time may leave the
+// calendar's years 1..9999 and the RFC 3339 form its four-digit year, so such
+// times are refused with an error rather than computed wrongly.
+inline constexpr std::int64_t kEarliestUnixSeconds = 0;        // 1970-01-01T00:00:00Z
+inline constexpr std::int64_t kEndUnixSeconds = 253402128000;  // 9999-12-30T00:00:00Z
+bool in_supported_range(absl::Time t);
+// "1970-01-01T00:00:00Z to (not including) 9999-12-30T00:00:00Z".
+std::string supported_range_text();
+// OK, or an error naming `what` and the supported range.
+absl::Status check_supported_time(absl::Time t, std::string_view what);
+
 struct Fire {
   absl::Time at;              // when to fire (after DST rules and jitter)
   absl::Time nominal;         // the occurrence's identity (before jitter)

@@ -7,6 +7,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/base/duration.h"
+#include "core/base/text.h"
 #include "core/schedule/cron_expr.h"
 
 namespace kairos {
@@ -14,7 +15,7 @@ namespace {
 
 absl::Status bad_time(std::string_view text, std::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("invalid time \"", absl_sv(text), "\": ", absl_sv(why),
+      absl::StrCat("invalid time \"", excerpt(text), "\": ", absl_sv(why),
                    "; expected RFC 3339 with an offset, e.g. 2026-12-01T10:00:00Z or "
                    "2026-12-01T11:00:00+01:00"));
 }
@@ -84,22 +85,18 @@ absl::StatusOr<absl::Time> parse_rfc3339(std::string_view text) {
     offset = (oh * 3600 + om * 60) * (text[pos] == '-' ? -1 : 1);
     pos += 6;
   } else {
-    return bad_time(text, absl::StrCat("unexpected '", absl_sv(text.substr(pos, 1)),
+    return bad_time(text, absl::StrCat("unexpected '", excerpt(text.substr(pos, 1)),
                                        "' where the offset belongs"));
   }
   if (pos != text.size())
     return bad_time(
-        text, absl::StrCat("unexpected text after the offset: '", absl_sv(text.substr(pos)), "'"));
+        text, absl::StrCat("unexpected text after the offset: '", excerpt(text.substr(pos)), "'"));
   const std::int64_t local = cron::days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
-  return absl::FromUnixSeconds(local - offset) + absl::Nanoseconds(nanos);
-}
-
-std::string format_rfc3339_utc(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", t, absl::UTCTimeZone());
-}
-
-std::string format_rfc3339_local(absl::Time t, const absl::TimeZone& zone) {
-  return absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*S%Ez", t, zone);
+  const absl::Time t = absl::FromUnixSeconds(local - offset) + absl::Nanoseconds(nanos);
+  if (!in_supported_range(t)) {
+    return bad_time(text, absl::StrCat("outside the supported range ", supported_range_text()));
+  }
+  return t;
 }
 
 absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Time now) {
@@ -140,7 +137,7 @@ absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Ti
       const std::string_view word = rest.substr(0, sp);
       if (sp == std::string_view::npos) {
         return absl::InvalidArgumentError(
-            absl::StrCat("in 'every': '", absl_sv(word), "' needs an RFC 3339 time after it"));
+            absl::StrCat("in 'every': '", excerpt(word), "' needs an RFC 3339 time after it"));
       }
       rest = trim(rest.substr(sp));
       sp = rest.find_first_of(" \t");
@@ -154,7 +151,7 @@ absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Ti
         seen_until = true;
       } else {
         return absl::InvalidArgumentError(
-            absl::StrCat("in 'every': unexpected '", absl_sv(word),
+            absl::StrCat("in 'every': unexpected '", excerpt(word),
                          "' (expected 'from RFC3339' then 'until RFC3339')"));
       }
     }

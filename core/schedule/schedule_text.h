@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/base/rfc3339.h"
 #include "core/schedule/schedule.h"
 
 namespace kairos {
@@ -29,10 +30,5 @@ absl::StatusOr<ScheduleSpec> parse_schedule_text(std::string_view text, absl::Ti
 // be 't' or a space and 'Z' may be 'z'. The offset is required. Leap seconds
 // (:60) are rejected.
 absl::StatusOr<absl::Time> parse_rfc3339(std::string_view text);
-
-// "2026-03-29T01:00:00Z" (fractions printed only when non-zero).
-std::string format_rfc3339_utc(absl::Time t);
-// "2026-03-29T03:00:00+02:00", local wall time in `zone` with its offset.
-std::string format_rfc3339_local(absl::Time t, const absl::TimeZone& zone);
 
 }  // namespace kairos

@@ -41,6 +41,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "core/base/check.h"
+#include "core/base/text.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/scheduler_node.h"
@@ -140,10 +141,18 @@ std::optional<std::uint32_t> parse_u32(std::string_view text) {
 }
 
 int bad_value(std::string_view flag, std::string_view expected, std::string_view got) {
-  std::fprintf(stderr, "kairos server: flag %.*s: expected %.*s, got '%.*s'\n",
+  const std::string shown = excerpt(got);
+  std::fprintf(stderr, "kairos server: flag %.*s: expected %.*s, got '%s'\n",
                static_cast<int>(flag.size()), flag.data(), static_cast<int>(expected.size()),
-               expected.data(), static_cast<int>(got.size()), got.data());
+               expected.data(), shown.c_str());
   return 2;
+}
+
+// Node ids appear in every log line and leader record: printable ASCII
+// without the characters the log format quotes.
+bool valid_node_id(std::string_view id) {
+  return !id.empty() && id.size() <= kMaxWorkerIdSize && is_printable_ascii(id) &&
+         id.find_first_of(" \"=\\") == std::string_view::npos;
 }
 
 // Returns the exit code when parsing ends the command (help, bad usage).
@@ -166,8 +175,8 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
     }
     if (arg != "--data-dir" && arg != "--map-size" && arg != "--node-id" && arg != "--shards" &&
         arg != "--workers" && arg != "--demo-every") {
-      std::fprintf(stderr, "kairos server: unknown flag '%.*s'\n\n%s", static_cast<int>(arg.size()),
-                   arg.data(), kServerUsage);
+      std::fprintf(stderr, "kairos server: unknown flag '%s'\n\n%s", excerpt(arg).c_str(),
+                   kServerUsage);
       return 2;
     }
     std::string_view value;
@@ -191,9 +200,9 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
       if (!size) return bad_value(arg, "a positive byte count such as 1073741824 or 1G", value);
       flags.map_size = *size;
     } else if (arg == "--node-id") {
-      if (value.empty() || value.size() > kMaxWorkerIdSize ||
-          value.find_first_of(" \t\r\n\"=\\") != std::string_view::npos)
-        return bad_value(arg, "1..200 bytes without spaces, quotes, '=' or '\\'", value);
+      if (!valid_node_id(value))
+        return bad_value(
+            arg, "1..200 printable ASCII characters without spaces, quotes, '=' or '\\'", value);
       flags.node_id = std::string(value);
     } else if (arg == "--shards") {
       const auto n = parse_u32(value);
@@ -231,8 +240,7 @@ std::string default_node_id() {
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "kairos";
   std::string id(host);
   for (char& c : id)
-    if (c == ' ' || c == '"' || c == '=' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
-      c = '_';
+    if (!valid_node_id(std::string_view(&c, 1))) c = '_';
   if (id.size() > kMaxWorkerIdSize) id.resize(kMaxWorkerIdSize);
   return id;
 }

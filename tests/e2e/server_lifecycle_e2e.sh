@@ -42,6 +42,14 @@ grep -q -- "--bogus" "$work/out" || fail "unknown flag not named"
 [ "$rc" -eq 2 ] || fail "missing --data-dir: exit $rc, expected 2"
 grep -q -- "--data-dir" "$work/out" || fail "missing --data-dir not named"
 
+# A node id is written into every log line: bytes outside printable ASCII are
+# refused, and the error quotes them escaped, never raw.
+timeout 20 "$KAIROS" server --data-dir "$work/data" --node-id $'node\xff\x1b[2J' >"$work/out" 2>&1; rc=$?
+[ "$rc" -eq 2 ] || fail "non-ASCII --node-id: exit $rc, expected 2"
+grep -q -- "--node-id: expected 1..200 printable ASCII" "$work/out" || fail "bad --node-id not named"
+grep -qF 'node\xff\x1b[2J' "$work/out" || fail "bad --node-id not quoted escaped"
+LC_ALL=C grep -q $'[\x80-\xff\x1b]' "$work/out" && fail "raw control or non-ASCII bytes echoed"
+
 mkdir -p "$work/foreign"; echo "not a store" >"$work/foreign/notes.txt"
 "$KAIROS" server --data-dir "$work/foreign" >"$work/out" 2>&1; rc=$?
 [ "$rc" -ne 0 ] || fail "foreign directory accepted"

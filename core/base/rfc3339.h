@@ -1,0 +1,25 @@
+// The one RFC 3339 formatter: every instant Kairos prints (logs, the event
+// trace, the CLI, the runner's environment) goes through these two
+// functions, so there is one text form of a time.
+//
+// Form: YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM). The year always has
+// four digits (zero-padded: 0099, never 99); the fraction is printed only
+// when non-zero, with as many digits as it needs (nanosecond resolution).
+// The infinite past and future print as "infinite-past" / "infinite-future"
+// (they are not instants; no supported input produces them as a time).
+// Parsing lives with the schedules (core/schedule/schedule_text.h), which
+// also bound the instants a user may give.
+#pragma once
+
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace kairos {
+
+// "2026-03-29T01:00:00Z".
+std::string format_rfc3339_utc(absl::Time t);
+// "2026-03-29T03:00:00+02:00": the wall time in `zone` with its offset.
+std::string format_rfc3339_local(absl::Time t, const absl::TimeZone& zone);
+
+}  // namespace kairos
