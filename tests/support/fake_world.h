@@ -15,7 +15,7 @@
 #include "core/twins/manual_clock.h"
 #include "core/twins/manual_loop.h"
 
-namespace kairos::testing {
+namespace kairos::test_support {
 
 class Net {
  public:
@@ -141,4 +141,4 @@ class Stepper {
   std::vector<bool> paused_;
 };
 
-}  // namespace kairos::testing
+}  // namespace kairos::test_support

@@ -18,7 +18,7 @@
 #include "core/twins/memory_event_log.h"
 #include "core/twins/memory_storage.h"
 
-namespace kairos::testing {
+namespace kairos::test_support {
 
 // What the next transact() does.
 enum class Fault : std::uint8_t {
@@ -151,4 +151,4 @@ struct Bench {
   }
 };
 
-}  // namespace kairos::testing
+}  // namespace kairos::test_support

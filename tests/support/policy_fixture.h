@@ -10,7 +10,7 @@
 #include "core/twins/manual_clock.h"
 #include "tests/support/kernel_test_util.h"
 
-namespace kairos::testing {
+namespace kairos::test_support {
 
 class PolicyTest : public ::testing::Test {
  protected:
@@ -114,4 +114,4 @@ inline JobSpec with_overlap(JobSpec s, OverlapPolicy o, std::uint32_t max = 1) {
   return s;
 }
 
-}  // namespace kairos::testing
+}  // namespace kairos::test_support

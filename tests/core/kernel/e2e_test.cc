@@ -14,21 +14,21 @@
 namespace kairos {
 namespace {
 
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using test_support::interval_job;
+using test_support::once_job;
+using test_support::T0;
 
 TEST(EndToEnd, ExactlyOnceThroughALeaderFailover) {
   ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
+  test_support::Stepper stepper{clock};
   ManualLoop& loop = stepper.add_loop();
   MemoryStorage mem{clock, loop};
-  testing::Net net;
+  test_support::Net net;
   MemoryEventLog events;
-  testing::Sink sink;
+  test_support::Sink sink;
 
   struct NodeBox {
-    testing::Net::Endpoint* ep;
+    test_support::Net::Endpoint* ep;
     std::unique_ptr<Random> random;
     std::unique_ptr<Metrics> metrics;
     std::unique_ptr<SchedulerNode> node;
@@ -55,7 +55,7 @@ TEST(EndToEnd, ExactlyOnceThroughALeaderFailover) {
   nodes[2].node->start();
 
   struct WorkerBox {
-    std::unique_ptr<testing::FakeRunner> runner;
+    std::unique_ptr<test_support::FakeRunner> runner;
     std::unique_ptr<Random> random;
     std::unique_ptr<Metrics> metrics;
     std::unique_ptr<Worker> worker;
@@ -64,7 +64,7 @@ TEST(EndToEnd, ExactlyOnceThroughALeaderFailover) {
   for (int i = 0; i < 3; ++i) {
     WorkerBox b;
     auto& ep = net.add(loop);
-    b.runner = std::make_unique<testing::FakeRunner>(loop, clock, sink, absl::Seconds(4));
+    b.runner = std::make_unique<test_support::FakeRunner>(loop, clock, sink, absl::Seconds(4));
     b.random = std::make_unique<Random>(200 + i);
     b.metrics = std::make_unique<Metrics>();
     WorkerConfig c;

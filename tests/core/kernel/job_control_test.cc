@@ -7,11 +7,11 @@
 namespace kairos {
 namespace {
 
-using testing::interval_job;
-using testing::once_job;
-using testing::PolicyTest;
-using testing::T0;
-using testing::with_overlap;
+using test_support::interval_job;
+using test_support::once_job;
+using test_support::PolicyTest;
+using test_support::T0;
+using test_support::with_overlap;
 
 class ControlTest : public PolicyTest {
  protected:

@@ -34,7 +34,7 @@
 namespace kairos {
 namespace {
 
-using testing::T0;
+using test_support::T0;
 
 enum class Outcome { kCommitted, kUnknownApplied, kUnknownNotApplied, kConflict };
 
@@ -52,7 +52,7 @@ struct Grant {
 
 struct Sut {
   explicit Sut(PlantedBugs bugs = {}) : store(kShards, bugs) {}
-  testing::Bench bench;
+  test_support::Bench bench;
   JobStore store;
   std::map<std::string, std::uint64_t> epochs;  // what each node believes it holds, per shard*node
   std::map<std::pair<std::string, std::uint32_t>, std::uint64_t> believed;
@@ -178,7 +178,7 @@ struct Create : Cmd {
   Outcome o = *gen_outcome();
   void run(const Model&, Sut& s) const override {
     CreateResult out;
-    JobSpec spec = testing::interval_job(id, absl::Seconds(every_s), T0());
+    JobSpec spec = test_support::interval_job(id, absl::Seconds(every_s), T0());
     auto [applied, r] = s.txn(o, [&](Txn& t) { return s.store.create(t, spec, &out); });
     if (applied && out.created) {
       RC_ASSERT(!s.cancelled.count({id, out.job.incarnation}));

@@ -8,10 +8,10 @@
 namespace kairos {
 namespace {
 
-using testing::Bench;
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using test_support::Bench;
+using test_support::interval_job;
+using test_support::once_job;
+using test_support::T0;
 
 class JobStoreTest : public ::testing::Test {
  protected:

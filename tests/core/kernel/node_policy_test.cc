@@ -14,9 +14,9 @@
 namespace kairos {
 namespace {
 
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using test_support::interval_job;
+using test_support::once_job;
+using test_support::T0;
 
 // A node clock at a settable offset from the store's.
 class OffsetClock final : public Clock {
@@ -32,16 +32,16 @@ class OffsetClock final : public Clock {
 struct World {
   ManualClock clock{T0()};
   OffsetClock node_clock{clock};
-  testing::Stepper stepper{clock};
+  test_support::Stepper stepper{clock};
   ManualLoop& loop = stepper.add_loop();
   MemoryStorage mem{clock, loop};
-  testing::Net net;
-  testing::Net::Endpoint& node_ep = net.add(loop);
-  testing::Net::Endpoint& worker_ep = net.add(loop);
+  test_support::Net net;
+  test_support::Net::Endpoint& node_ep = net.add(loop);
+  test_support::Net::Endpoint& worker_ep = net.add(loop);
   Random random{7};
   MemoryEventLog events;
   Metrics metrics;
-  testing::Sink sink;
+  test_support::Sink sink;
   std::unique_ptr<SchedulerNode> node;
   World() {
     SchedulerNodeConfig c;
@@ -51,13 +51,14 @@ struct World {
     node =
         std::make_unique<SchedulerNode>(node_clock, loop, mem, node_ep, random, events, metrics, c);
   }
-  std::vector<RunRecord> runs() const { return testing::stored_runs(mem); }
+  std::vector<RunRecord> runs() const { return test_support::stored_runs(mem); }
 };
 
 TEST(WorkerTimeout, RunIsStoppedAtItsTimeoutAndRetriedAsAFailure) {
   World w;
-  testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Minutes(10));  // never finishes in time
-  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 3);
+  test_support::FakeRunner runner(w.loop, w.clock, w.sink,
+                                  absl::Minutes(10));  // never finishes in time
+  test_support::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 3);
   w.node->start();
   tw.worker.start();
   JobSpec s = once_job("a", T0() + absl::Seconds(1));
@@ -119,7 +120,7 @@ TEST(ClockSanity, SkewedNodeStopsLeadingAndClaimingThenResumes) {
 // to a healthy node instead of retrying the refusing one forever.
 TEST(ClockSanity, WorkerMovesOnFromANodeThatRefusesClaims) {
   World w;  // node n1, skewed below
-  testing::Net::Endpoint& healthy_ep = w.net.add(w.loop);
+  test_support::Net::Endpoint& healthy_ep = w.net.add(w.loop);
   SchedulerNodeConfig c;
   c.node_id = "n2";
   c.shard_count = 1;
@@ -128,10 +129,10 @@ TEST(ClockSanity, WorkerMovesOnFromANodeThatRefusesClaims) {
   MemoryEventLog e2;
   Metrics m2;
   SchedulerNode healthy(w.clock, w.loop, w.mem, healthy_ep, r2, e2, m2, c);
-  testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Seconds(1));
+  test_support::FakeRunner runner(w.loop, w.clock, w.sink, absl::Seconds(1));
   // The refusing node first.
-  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id(), healthy_ep.id()},
-                         3);
+  test_support::TestWorker tw(w.clock, w.loop, w.worker_ep, runner,
+                              {w.node_ep.id(), healthy_ep.id()}, 3);
   w.node_clock.offset = absl::Minutes(5);
   w.node->start();
   healthy.start();

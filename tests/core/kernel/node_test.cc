@@ -14,10 +14,10 @@
 namespace kairos {
 namespace {
 
-using testing::Fault;
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using test_support::Fault;
+using test_support::interval_job;
+using test_support::once_job;
+using test_support::T0;
 
 SchedulerNodeConfig node_config(std::string id, std::uint32_t shards = 2) {
   SchedulerNodeConfig c;
@@ -29,13 +29,13 @@ SchedulerNodeConfig node_config(std::string id, std::uint32_t shards = 2) {
 
 struct OneNode {
   ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
+  test_support::Stepper stepper{clock};
   ManualLoop& loop = stepper.add_loop();
   MemoryStorage mem{clock, loop};
-  testing::ScriptedStorage storage{mem, loop};
-  testing::Net net;
-  testing::Net::Endpoint& node_ep = net.add(loop);
-  testing::Net::Endpoint& worker_ep = net.add(loop);
+  test_support::ScriptedStorage storage{mem, loop};
+  test_support::Net net;
+  test_support::Net::Endpoint& node_ep = net.add(loop);
+  test_support::Net::Endpoint& worker_ep = net.add(loop);
   Random random{7};
   MemoryEventLog events;
   Metrics metrics;
@@ -46,7 +46,7 @@ struct OneNode {
     for (const auto& [k, v] : mem.contents()) n += static_cast<std::uint8_t>(k[0]) == tag;
     return n;
   }
-  std::vector<RunRecord> runs() const { return testing::stored_runs(mem); }
+  std::vector<RunRecord> runs() const { return test_support::stored_runs(mem); }
 };
 
 TEST(SchedulerNode, CreateIsAcknowledgedOnlyAfterADefiniteOutcome) {
@@ -112,9 +112,9 @@ TEST_P(FaultyPipeline, EveryOccurrenceRunsAndTokensFence) {
         return Fault::kNone;
     }
   });
-  testing::Sink sink;
-  testing::FakeRunner runner(w.loop, w.clock, sink, absl::Seconds(3));
-  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 99);
+  test_support::Sink sink;
+  test_support::FakeRunner runner(w.loop, w.clock, sink, absl::Seconds(3));
+  test_support::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 99);
   w.node.start();
   tw.worker.start();
   int created = 0;
@@ -176,13 +176,13 @@ class SlowClock final : public Clock {
 // the epoch check, recorded, and no occurrence is dispatched twice.
 TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
   ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
+  test_support::Stepper stepper{clock};
   ManualLoop& loop_a = stepper.add_loop();
   ManualLoop& loop_b = stepper.add_loop();
   MemoryStorage mem{clock, loop_b};
-  testing::ScriptedStorage store_a{mem, loop_a};
-  testing::ScriptedStorage store_b{mem, loop_b};
-  testing::Net net;
+  test_support::ScriptedStorage store_a{mem, loop_a};
+  test_support::ScriptedStorage store_b{mem, loop_b};
+  test_support::Net net;
   auto& ep_a = net.add(loop_a);
   auto& ep_b = net.add(loop_b);
   SlowClock slow(clock, T0());
@@ -228,11 +228,11 @@ TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
 // have lapsed (not every tick), and still takes over right after it does.
 TEST(SchedulerNode, NonLeaderWaitsOutTheHoldersLeaseThenTakesOver) {
   ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
+  test_support::Stepper stepper{clock};
   ManualLoop& loop_a = stepper.add_loop();
   ManualLoop& loop_b = stepper.add_loop();
   MemoryStorage mem{clock, loop_a};
-  testing::Net net;
+  test_support::Net net;
   auto& ep_a = net.add(loop_a);
   auto& ep_b = net.add(loop_b);
   Random ra(1), rb(2);
@@ -263,10 +263,10 @@ TEST(SchedulerNode, NonLeaderWaitsOutTheHoldersLeaseThenTakesOver) {
 // it: a fire is late by a store round trip, not by up to a poll interval.
 TEST(SchedulerNode, DispatchWakesForTheNextDueEntryBetweenPolls) {
   ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
+  test_support::Stepper stepper{clock};
   ManualLoop& loop = stepper.add_loop();
   MemoryStorage mem{clock, loop};
-  testing::Net net;
+  test_support::Net net;
   auto& ep = net.add(loop);
   Random r(1);
   MemoryEventLog events;
@@ -282,7 +282,7 @@ TEST(SchedulerNode, DispatchWakesForTheNextDueEntryBetweenPolls) {
   node.create_job(once_job("a", at), [&](auto res) { created = res.ok(); });
   stepper.run(absl::Seconds(20));
   ASSERT_TRUE(created);
-  const auto runs = testing::stored_runs(mem);
+  const auto runs = test_support::stored_runs(mem);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_GE(runs[0].dispatched_at, at);
   EXPECT_LT(runs[0].dispatched_at - at, absl::Milliseconds(50));

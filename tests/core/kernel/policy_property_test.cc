@@ -40,14 +40,14 @@
 namespace kairos {
 namespace {
 
-using testing::T0;
+using test_support::T0;
 
 enum class Outcome { kCommitted, kUnknownApplied, kUnknownNotApplied };
 const absl::Duration kTtl = absl::Seconds(30);
 
 struct Sut {
   Sut(JobPolicy p, PlantedBugs bugs) : store(1, bugs), policy(p), bugs(bugs) {
-    spec = testing::interval_job("j", absl::Seconds(30), T0());
+    spec = test_support::interval_job("j", absl::Seconds(30), T0());
     spec.policy = p;
     auto s = Schedule::compile(spec.schedule, spec.id);
     schedule = std::make_shared<Schedule>(*s);
@@ -61,7 +61,7 @@ struct Sut {
                   .committed());
     leader = {"n", l.record.epoch};
   }
-  testing::Bench bench;
+  test_support::Bench bench;
   JobStore store;
   JobPolicy policy;
   PlantedBugs bugs;
@@ -353,7 +353,7 @@ TEST(PolicyStateful, CatchesPlantedPolicyBugs) {
 // except that runs ready for at least the starvation bound go first, oldest
 // first.
 RC_GTEST_PROP(PriorityProperty, ClaimOrderFollowsTheDocumentedRule, ()) {
-  testing::Bench bench;
+  test_support::Bench bench;
   JobStore store(1);
   const auto n = *rc::gen::inRange(1, 12);
   bench.clock.advance(absl::Hours(1));
@@ -367,7 +367,7 @@ RC_GTEST_PROP(PriorityProperty, ClaimOrderFollowsTheDocumentedRule, ()) {
   for (int i = 0; i < n; ++i) {
     Item it{"j" + std::to_string(i), *rc::gen::inRange(kMinPriority, kMaxPriority + 1),
             now - absl::Seconds(*rc::gen::inRange(0, 180))};
-    JobSpec s = testing::once_job(it.id, it.at);
+    JobSpec s = test_support::once_job(it.id, it.at);
     s.policy.priority = it.priority;
     CreateResult c;
     RC_ASSERT(bench.run([&](Txn& t) { return store.create(t, s, &c); }).committed());
