@@ -7,11 +7,7 @@
 namespace kairos {
 namespace {
 
-using test_support::interval_job;
-using test_support::once_job;
-using test_support::PolicyTest;
-using test_support::T0;
-using test_support::with_overlap;
+using namespace test_support;  // the fixture and the job builders
 
 class ControlTest : public PolicyTest {
  protected:
