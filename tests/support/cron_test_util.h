@@ -10,7 +10,7 @@
 #include "core/schedule/cron_schedule.h"
 #include "core/schedule/schedule_text.h"
 
-namespace kairos::cron::testing {
+namespace kairos::test_support {
 
 inline absl::Time T(std::string_view rfc3339) {
   auto t = parse_rfc3339(rfc3339);
@@ -20,16 +20,17 @@ inline absl::Time T(std::string_view rfc3339) {
 
 inline std::string Z(absl::Time t) { return format_rfc3339_utc(t); }
 
-inline CronSchedule Sched(std::string_view expr, std::string_view zone, DstGap gap = DstGap::kShift,
-                          DstFold fold = DstFold::kFirst, std::string_view id = {}) {
-  auto s = CronSchedule::create(expr, zone, gap, fold, id);
+inline cron::CronSchedule Sched(std::string_view expr, std::string_view zone,
+                                DstGap gap = DstGap::kShift, DstFold fold = DstFold::kFirst,
+                                std::string_view id = {}) {
+  auto s = cron::CronSchedule::create(expr, zone, gap, fold, id);
   KAIROS_CHECK_MSG(s.ok(), std::string(s.status().message()).c_str());
   return *std::move(s);
 }
 
 // The next `n` fires after `from`, as "UTC-instant[ note]" strings where note
 // is " gap", " fold1" or " fold2".
-inline std::vector<std::string> Fires(const CronSchedule& s, std::string_view from, int n) {
+inline std::vector<std::string> Fires(const cron::CronSchedule& s, std::string_view from, int n) {
   std::vector<std::string> out;
   absl::Time t = T(from);
   for (int i = 0; i < n; ++i) {
@@ -55,4 +56,4 @@ inline std::vector<std::string> Fires(const CronSchedule& s, std::string_view fr
   return out;
 }
 
-}  // namespace kairos::cron::testing
+}  // namespace kairos::test_support

@@ -1,8 +1,12 @@
-// Test helpers for the kernel: a scripted fault wrapper around MemoryStorage
-// and small builders for jobs.
+// Test helpers for the kernel: a scripted fault wrapper around MemoryStorage,
+// small builders for jobs, and readers of a MemoryStorage's contents. The
+// rigs built on them are job_store_fixture.h (transaction bodies) and
+// node_world.h (nodes and workers).
 #pragma once
 
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,14 +15,11 @@
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/records.h"
-#include "core/kernel/worker.h"
 #include "core/ports/storage.h"
-#include "core/twins/manual_clock.h"
-#include "core/twins/manual_loop.h"
-#include "core/twins/memory_event_log.h"
+#include "core/ports/timers.h"
 #include "core/twins/memory_storage.h"
 
-namespace kairos::testing {
+namespace kairos::test_support {
 
 // What the next transact() does.
 enum class Fault : std::uint8_t {
@@ -110,6 +111,13 @@ inline std::vector<RunRecord> stored_runs(const MemoryStorage& mem) {
   return out;
 }
 
+// How many keys in the store carry the tag (keys::kJob, keys::kDue, ...).
+inline std::size_t count_keys(const MemoryStorage& mem, std::uint8_t tag) {
+  std::size_t n = 0;
+  for (const auto& [k, v] : mem.contents()) n += static_cast<std::uint8_t>(k[0]) == tag;
+  return n;
+}
+
 inline JobSpec once_job(std::string id, absl::Time at) {
   JobSpec s;
   s.id = std::move(id);
@@ -119,36 +127,4 @@ inline JobSpec once_job(std::string id, absl::Time at) {
   return s;
 }
 
-// Synchronous access to a MemoryStorage for body-level tests.
-// A worker process for node-level tests: its own Random, event log and
-// metrics, long-polling `nodes` (in order) for 5 s at a time.
-struct TestWorker {
-  TestWorker(const Clock& clock, Timers& loop, Transport& endpoint, Runner& runner,
-             std::vector<PeerId> nodes, std::uint64_t seed)
-      : random(seed),
-        worker(clock, loop, endpoint, runner, random, events, metrics, config(std::move(nodes))) {}
-  static WorkerConfig config(std::vector<PeerId> nodes) {
-    WorkerConfig c;
-    c.worker_id = "w1";
-    c.nodes = std::move(nodes);
-    c.claim_wait = absl::Seconds(5);
-    return c;
-  }
-  Random random;
-  MemoryEventLog events;
-  Metrics metrics;
-  Worker worker;
-};
-
-struct Bench {
-  ManualClock clock{T0()};
-  ManualLoop loop{clock};
-  MemoryStorage storage{clock, loop};
-
-  template <typename F>
-  TxnResult run(F&& body) {
-    return storage.run([&](Txn& t) { return body(t); });
-  }
-};
-
-}  // namespace kairos::testing
+}  // namespace kairos::test_support

@@ -1,5 +1,6 @@
-// Body-level fixture for the policy tests: a JobStore over a MemoryStorage
-// on a ManualClock (tests/kernel helpers), with one-line wrappers.
+// Body-level fixture for the policy tests: a one-shard StoreBench
+// (job_store_fixture.h) led by node "n1", with one-line wrappers of the
+// bodies the policy tests drive (each expecting its transaction to commit).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,20 +9,16 @@
 #include "core/kernel/keyspace.h"
 #include "core/kernel/policy.h"
 #include "core/twins/manual_clock.h"
+#include "tests/support/job_store_fixture.h"
 #include "tests/support/kernel_test_util.h"
 
-namespace kairos::testing {
+namespace kairos::test_support {
 
 class PolicyTest : public ::testing::Test {
  protected:
-  explicit PolicyTest(PlantedBugs bugs = {}, PolicyOptions opts = {}) : store(1, bugs, opts) {}
+  explicit PolicyTest(PlantedBugs bugs = {}, PolicyOptions opts = {}) : b(1, bugs, opts) {}
 
-  JobRecord create(const JobSpec& spec) {
-    CreateResult out;
-    auto r = b.run([&](Txn& t) { return store.create(t, spec, &out); });
-    EXPECT_TRUE(r.committed()) << r.status;
-    return out.job;
-  }
+  JobRecord create(const JobSpec& spec) { return b.create(spec); }
   LeaderToken lead() {
     LeadershipResult out;
     auto r = b.run(
@@ -93,9 +90,7 @@ class PolicyTest : public ::testing::Test {
   }
   template <typename R, typename F>
   std::pair<TxnResult, R> body(F&& f) {
-    R out;
-    auto r = b.run([&](Txn& t) { return f(t, &out); });
-    return {r, std::move(out)};
+    return b.body<R>(std::forward<F>(f));
   }
   static std::size_t count(const std::vector<Event>& ev, std::string_view kind) {
     std::size_t n = 0;
@@ -103,8 +98,8 @@ class PolicyTest : public ::testing::Test {
     return n;
   }
 
-  Bench b;
-  JobStore store;
+  StoreBench b;
+  JobStore& store = b.store;
   std::uint64_t epoch = 0;
 };
 
@@ -114,4 +109,4 @@ inline JobSpec with_overlap(JobSpec s, OverlapPolicy o, std::uint32_t max = 1) {
   return s;
 }
 
-}  // namespace kairos::testing
+}  // namespace kairos::test_support

@@ -1,104 +1,69 @@
-// End to end in virtual time: 3 scheduler nodes and 3 workers over an
-// in-test network, one shared store; the node leading the shards crashes
-// mid-stream; every occurrence still fires exactly once.
+// End to end in virtual time: 3 scheduler nodes and 3 workers over the
+// loopback transport, one shared store (tests/support/node_world.h); the node
+// leading the shards crashes mid-stream; every occurrence still fires exactly
+// once.
 #include <gtest/gtest.h>
 
 #include "core/kernel/keyspace.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "core/twins/manual_clock.h"
-#include "core/twins/memory_event_log.h"
-#include "tests/support/fake_world.h"
 #include "tests/support/kernel_test_util.h"
+#include "tests/support/node_world.h"
 
 namespace kairos {
 namespace {
 
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using namespace test_support;  // the node world and the job builders
 
 TEST(EndToEnd, ExactlyOnceThroughALeaderFailover) {
-  ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
-  ManualLoop& loop = stepper.add_loop();
-  MemoryStorage mem{clock, loop};
-  testing::Net net;
-  MemoryEventLog events;
-  testing::Sink sink;
+  test_support::NodeWorld w;
+  test_support::Stepper& stepper = w.stepper;
+  const ManualClock& clock = w.clock;
+  MemoryEventLog& events = w.events;
 
-  struct NodeBox {
-    testing::Net::Endpoint* ep;
-    std::unique_ptr<Random> random;
-    std::unique_ptr<Metrics> metrics;
-    std::unique_ptr<SchedulerNode> node;
-  };
-  std::vector<NodeBox> nodes;
+  // Three nodes and three workers, all logging to the world's event log.
+  std::vector<test_support::NodeWorld::Node*> nodes;
   std::vector<PeerId> node_peers;
   for (int i = 0; i < 3; ++i) {
-    NodeBox b;
-    b.ep = &net.add(loop);
-    b.random = std::make_unique<Random>(100 + i);
-    b.metrics = std::make_unique<Metrics>();
-    SchedulerNodeConfig c;
-    c.node_id = "node" + std::to_string(i);
-    c.shard_count = 4;
-    c.poll_interval = absl::Milliseconds(500);
-    b.node =
-        std::make_unique<SchedulerNode>(clock, loop, mem, *b.ep, *b.random, events, *b.metrics, c);
-    node_peers.push_back(b.ep->id());
-    nodes.push_back(std::move(b));
+    nodes.push_back(&w.add_node(node_config("node" + std::to_string(i), 4), 100 + i));
+    node_peers.push_back(nodes.back()->ep->id());
   }
-  nodes[0].node->start();
+  nodes[0]->node.start();
   stepper.run(absl::Seconds(1));  // node0 takes every shard first
-  nodes[1].node->start();
-  nodes[2].node->start();
+  nodes[1]->node.start();
+  nodes[2]->node.start();
 
-  struct WorkerBox {
-    std::unique_ptr<testing::FakeRunner> runner;
-    std::unique_ptr<Random> random;
-    std::unique_ptr<Metrics> metrics;
-    std::unique_ptr<Worker> worker;
-  };
-  std::vector<WorkerBox> workers;
   for (int i = 0; i < 3; ++i) {
-    WorkerBox b;
-    auto& ep = net.add(loop);
-    b.runner = std::make_unique<testing::FakeRunner>(loop, clock, sink, absl::Seconds(4));
-    b.random = std::make_unique<Random>(200 + i);
-    b.metrics = std::make_unique<Metrics>();
-    WorkerConfig c;
-    c.worker_id = "worker" + std::to_string(i);
-    c.nodes = {node_peers[i % 3], node_peers[(i + 1) % 3], node_peers[(i + 2) % 3]};
-    c.claim_wait = absl::Seconds(5);
-    b.worker =
-        std::make_unique<Worker>(clock, loop, ep, *b.runner, *b.random, events, *b.metrics, c);
-    b.worker->start();
-    workers.push_back(std::move(b));
+    auto& runner = w.add_runner(absl::Seconds(4));
+    w.add_worker(
+         runner,
+         worker_config("worker" + std::to_string(i),
+                       {node_peers[i % 3], node_peers[(i + 1) % 3], node_peers[(i + 2) % 3]}),
+         200 + i, /*shared_events=*/true)
+        .worker.start();
   }
 
   int created = 0;
   for (int i = 0; i < 20; ++i)
-    nodes[1].node->create_job(interval_job("every-min-" + std::to_string(i)),
+    nodes[1]->node.create_job(interval_job("every-min-" + std::to_string(i)),
                               [&](auto r) { created += r.ok(); });
   for (int i = 0; i < 10; ++i)
-    nodes[2].node->create_job(
+    nodes[2]->node.create_job(
         once_job("once-" + std::to_string(i), T0() + absl::Seconds(37 * i + 5)),
         [&](auto r) { created += r.ok(); });
   stepper.run(absl::Minutes(4));
   ASSERT_EQ(created, 30);
-  for (std::uint32_t s = 0; s < 4; ++s) ASSERT_TRUE(nodes[0].node->leads(s)) << s;
+  for (std::uint32_t s = 0; s < 4; ++s) ASSERT_TRUE(nodes[0]->node.leads(s)) << s;
 
   // The leader crashes (its endpoint goes dark with it).
-  nodes[0].node->stop();
-  nodes[0].ep->down = true;
+  test_support::NodeWorld::crash(*nodes[0]);
   stepper.run(absl::Minutes(6));
   for (std::uint32_t s = 0; s < 4; ++s)
-    EXPECT_TRUE(nodes[1].node->leads(s) || nodes[2].node->leads(s)) << s;
+    EXPECT_TRUE(nodes[1]->node.leads(s) || nodes[2]->node.leads(s)) << s;
 
   // Every occurrence up to a quiet tail fired, exactly once.
   const absl::Time horizon = clock.now() - absl::Minutes(1);
-  const auto effects = sink.by_key();
+  const auto effects = w.sink.by_key();
   std::size_t expected = 0;
   for (int i = 0; i < 20; ++i) {
     for (absl::Time t = T0() + absl::Minutes(1); t <= horizon; t += absl::Minutes(1)) {

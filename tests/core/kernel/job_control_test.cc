@@ -7,11 +7,7 @@
 namespace kairos {
 namespace {
 
-using testing::interval_job;
-using testing::once_job;
-using testing::PolicyTest;
-using testing::T0;
-using testing::with_overlap;
+using namespace test_support;  // the fixture and the job builders
 
 class ControlTest : public PolicyTest {
  protected:

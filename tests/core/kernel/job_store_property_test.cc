@@ -29,12 +29,14 @@
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/schedule/schedule.h"
+#include "tests/support/job_store_fixture.h"
 #include "tests/support/kernel_test_util.h"
+#include "tests/support/seeded_property.h"
 
 namespace kairos {
 namespace {
 
-using testing::T0;
+using test_support::T0;
 
 enum class Outcome { kCommitted, kUnknownApplied, kUnknownNotApplied, kConflict };
 
@@ -51,9 +53,9 @@ struct Grant {
 };
 
 struct Sut {
-  explicit Sut(PlantedBugs bugs = {}) : store(kShards, bugs) {}
-  testing::Bench bench;
-  JobStore store;
+  explicit Sut(PlantedBugs bugs = {}) : bench(kShards, bugs) {}
+  test_support::StoreBench bench;
+  JobStore& store = bench.store;
   std::map<std::string, std::uint64_t> epochs;  // what each node believes it holds, per shard*node
   std::map<std::pair<std::string, std::uint32_t>, std::uint64_t> believed;
   std::vector<Grant> grants;  // every grant that was applied
@@ -178,7 +180,7 @@ struct Create : Cmd {
   Outcome o = *gen_outcome();
   void run(const Model&, Sut& s) const override {
     CreateResult out;
-    JobSpec spec = testing::interval_job(id, absl::Seconds(every_s), T0());
+    JobSpec spec = test_support::interval_job(id, absl::Seconds(every_s), T0());
     auto [applied, r] = s.txn(o, [&](Txn& t) { return s.store.create(t, spec, &out); });
     if (applied && out.created) {
       RC_ASSERT(!s.cancelled.count({id, out.job.incarnation}));
@@ -368,20 +370,10 @@ void run_property(PlantedBugs bugs) {
 
 RC_GTEST_PROP(KernelStateful, SafetyUnderEveryCommitOutcome, ()) { run_property({}); }
 
-// Runs the property with an explicit seed and test count (rc::check reuses
-// one process-wide seed, so repeating it would repeat the same histories).
+// The property on its own seed and test count (see seeded_property.h).
 bool check_seeded(std::uint64_t seed, int tests, PlantedBugs bugs, bool print) {
-  rc::detail::TestParams params;
-  params.seed = seed;
-  params.maxSuccess = tests;
-  rc::detail::TestMetadata metadata;
-  metadata.id = metadata.description = "kernel safety";
-  const auto result = rc::detail::checkTestable([bugs] { run_property(bugs); }, metadata, params);
-  if (print || !result.template is<rc::detail::SuccessResult>()) {
-    rc::detail::printResultMessage(result, std::cerr);
-    std::cerr << std::endl;
-  }
-  return result.template is<rc::detail::SuccessResult>();
+  return test_support::check_seeded(
+      "kernel safety", seed, tests, [bugs] { run_property(bugs); }, print);
 }
 
 // 2,000 more histories on fixed seeds (reproducible in CI).

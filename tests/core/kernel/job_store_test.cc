@@ -3,26 +3,20 @@
 #include <gtest/gtest.h>
 
 #include "core/kernel/keyspace.h"
+#include "tests/support/job_store_fixture.h"
 #include "tests/support/kernel_test_util.h"
 
 namespace kairos {
 namespace {
 
-using testing::Bench;
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using test_support::interval_job;
+using test_support::once_job;
+using test_support::StoreBench;
+using test_support::T0;
 
 class JobStoreTest : public ::testing::Test {
  protected:
-  JobStoreTest() : store(4) {}
-
-  JobRecord create(const JobSpec& spec) {
-    CreateResult out;
-    auto r = b.run([&](Txn& t) { return store.create(t, spec, &out); });
-    EXPECT_TRUE(r.committed()) << r.status;
-    return out.job;
-  }
+  JobRecord create(const JobSpec& spec) { return b.create(spec); }
   LeaderToken lead(std::uint32_t shard, const std::string& node = "n1") {
     LeadershipResult out;
     auto r = b.run(
@@ -66,14 +60,10 @@ class JobStoreTest : public ::testing::Test {
     b.run([&](Txn& t) { return store.get_run(t, id, &out); });
     return out;
   }
-  std::size_t count_prefix(std::uint8_t tag) {
-    std::size_t n = 0;
-    for (const auto& [k, v] : b.storage.contents()) n += static_cast<std::uint8_t>(k[0]) == tag;
-    return n;
-  }
+  std::size_t count_prefix(std::uint8_t tag) { return b.count_keys(tag); }
 
-  Bench b;
-  JobStore store;
+  StoreBench b{4};
+  JobStore& store = b.store;
 };
 
 TEST_F(JobStoreTest, CreateIsIdempotentAndRejectsADifferentSpec) {

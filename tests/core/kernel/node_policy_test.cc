@@ -6,17 +6,14 @@
 #include "core/kernel/keyspace.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "core/twins/manual_clock.h"
-#include "core/twins/memory_event_log.h"
-#include "tests/support/fake_world.h"
+#include "core/twins/loopback_transport.h"
 #include "tests/support/kernel_test_util.h"
+#include "tests/support/node_world.h"
 
 namespace kairos {
 namespace {
 
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using namespace test_support;  // the node world and the job builders
 
 // A node clock at a settable offset from the store's.
 class OffsetClock final : public Clock {
@@ -29,35 +26,22 @@ class OffsetClock final : public Clock {
   const Clock& base_;
 };
 
-struct World {
-  ManualClock clock{T0()};
-  OffsetClock node_clock{clock};
-  testing::Stepper stepper{clock};
-  ManualLoop& loop = stepper.add_loop();
-  MemoryStorage mem{clock, loop};
-  testing::Net net;
-  testing::Net::Endpoint& node_ep = net.add(loop);
-  testing::Net::Endpoint& worker_ep = net.add(loop);
-  Random random{7};
-  MemoryEventLog events;
-  Metrics metrics;
-  testing::Sink sink;
-  std::unique_ptr<SchedulerNode> node;
-  World() {
-    SchedulerNodeConfig c;
-    c.node_id = "n1";
-    c.shard_count = 1;
-    c.poll_interval = absl::Milliseconds(500);
-    node =
-        std::make_unique<SchedulerNode>(node_clock, loop, mem, node_ep, random, events, metrics, c);
-  }
-  std::vector<RunRecord> runs() const { return testing::stored_runs(mem); }
+// Node "n1" (one shard) on a clock at a settable offset, and an endpoint for
+// a worker.
+struct World : test_support::NodeWorld {
+  OffsetClock& node_clock = keep<OffsetClock>(clock);
+  Node& n1 = add_node(node_config("n1", 1), 7, {.clock = &node_clock});
+  SchedulerNode* node = &n1.node;
+  LoopbackHub::Endpoint& node_ep = *n1.ep;
+  LoopbackHub::Endpoint& worker_ep = add_endpoint();
+  Metrics& metrics = n1.metrics;
 };
 
 TEST(WorkerTimeout, RunIsStoppedAtItsTimeoutAndRetriedAsAFailure) {
   World w;
-  testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Minutes(10));  // never finishes in time
-  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 3);
+  test_support::FakeRunner runner(w.loop, w.clock, w.sink,
+                                  absl::Minutes(10));  // never finishes in time
+  test_support::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 3);
   w.node->start();
   tw.worker.start();
   JobSpec s = once_job("a", T0() + absl::Seconds(1));
@@ -119,19 +103,13 @@ TEST(ClockSanity, SkewedNodeStopsLeadingAndClaimingThenResumes) {
 // to a healthy node instead of retrying the refusing one forever.
 TEST(ClockSanity, WorkerMovesOnFromANodeThatRefusesClaims) {
   World w;  // node n1, skewed below
-  testing::Net::Endpoint& healthy_ep = w.net.add(w.loop);
-  SchedulerNodeConfig c;
-  c.node_id = "n2";
-  c.shard_count = 1;
-  c.poll_interval = absl::Milliseconds(500);
-  Random r2(11);
-  MemoryEventLog e2;
-  Metrics m2;
-  SchedulerNode healthy(w.clock, w.loop, w.mem, healthy_ep, r2, e2, m2, c);
-  testing::FakeRunner runner(w.loop, w.clock, w.sink, absl::Seconds(1));
+  auto& n2 = w.add_node(node_config("n2", 1), 11, {.own_events = true});
+  SchedulerNode& healthy = n2.node;
+  LoopbackHub::Endpoint& healthy_ep = *n2.ep;
+  test_support::FakeRunner runner(w.loop, w.clock, w.sink, absl::Seconds(1));
   // The refusing node first.
-  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id(), healthy_ep.id()},
-                         3);
+  test_support::TestWorker tw(w.clock, w.loop, w.worker_ep, runner,
+                              {w.node_ep.id(), healthy_ep.id()}, 3);
   w.node_clock.offset = absl::Minutes(5);
   w.node->start();
   healthy.start();

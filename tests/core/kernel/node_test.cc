@@ -6,47 +6,23 @@
 #include "core/kernel/keyspace.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
-#include "core/twins/manual_clock.h"
-#include "core/twins/memory_event_log.h"
-#include "tests/support/fake_world.h"
+#include "core/twins/loopback_transport.h"
 #include "tests/support/kernel_test_util.h"
+#include "tests/support/node_world.h"
 
 namespace kairos {
 namespace {
 
-using testing::Fault;
-using testing::interval_job;
-using testing::once_job;
-using testing::T0;
+using namespace test_support;  // the node world and the job builders
 
-SchedulerNodeConfig node_config(std::string id, std::uint32_t shards = 2) {
-  SchedulerNodeConfig c;
-  c.node_id = std::move(id);
-  c.shard_count = shards;
-  c.poll_interval = absl::Milliseconds(500);
-  return c;
-}
-
-struct OneNode {
-  ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
-  ManualLoop& loop = stepper.add_loop();
-  MemoryStorage mem{clock, loop};
-  testing::ScriptedStorage storage{mem, loop};
-  testing::Net net;
-  testing::Net::Endpoint& node_ep = net.add(loop);
-  testing::Net::Endpoint& worker_ep = net.add(loop);
-  Random random{7};
-  MemoryEventLog events;
-  Metrics metrics;
-  SchedulerNode node{clock, loop, storage, node_ep, random, events, metrics, node_config("n1")};
-
-  std::size_t count(std::uint8_t tag) const {
-    std::size_t n = 0;
-    for (const auto& [k, v] : mem.contents()) n += static_cast<std::uint8_t>(k[0]) == tag;
-    return n;
-  }
-  std::vector<RunRecord> runs() const { return testing::stored_runs(mem); }
+// Node "n1" behind a store with scripted faults, and an endpoint for a worker.
+struct OneNode : test_support::NodeWorld {
+  test_support::ScriptedStorage& storage = keep<test_support::ScriptedStorage>(mem, loop);
+  Node& n1 = add_node(node_config("n1"), 7, {.storage = &storage});
+  SchedulerNode& node = n1.node;
+  LoopbackHub::Endpoint& node_ep = *n1.ep;
+  LoopbackHub::Endpoint& worker_ep = add_endpoint();
+  Metrics& metrics = n1.metrics;
 };
 
 TEST(SchedulerNode, CreateIsAcknowledgedOnlyAfterADefiniteOutcome) {
@@ -58,7 +34,7 @@ TEST(SchedulerNode, CreateIsAcknowledgedOnlyAfterADefiniteOutcome) {
   w.node.create_job(interval_job("a"), cb);
   w.stepper.run(absl::Seconds(5));
   ASSERT_TRUE(got && got->ok()) << (got ? got->status() : absl::OkStatus());
-  EXPECT_EQ(w.count(keys::kJob), 1u);
+  EXPECT_EQ(w.count_keys(keys::kJob), 1u);
   EXPECT_EQ((*got)->job.incarnation, 1u);  // the retry found its own commit
 
   got.reset();
@@ -69,7 +45,7 @@ TEST(SchedulerNode, CreateIsAcknowledgedOnlyAfterADefiniteOutcome) {
   w.stepper.run(absl::Seconds(5));
   ASSERT_TRUE(got && got->ok());
   EXPECT_TRUE((*got)->created);
-  EXPECT_EQ(w.count(keys::kJob), 2u);
+  EXPECT_EQ(w.count_keys(keys::kJob), 2u);
 
   got.reset();
   w.storage.push(Fault::kUnknownNotApplied, 10);
@@ -112,9 +88,9 @@ TEST_P(FaultyPipeline, EveryOccurrenceRunsAndTokensFence) {
         return Fault::kNone;
     }
   });
-  testing::Sink sink;
-  testing::FakeRunner runner(w.loop, w.clock, sink, absl::Seconds(3));
-  testing::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 99);
+  test_support::Sink sink;
+  test_support::FakeRunner runner(w.loop, w.clock, sink, absl::Seconds(3));
+  test_support::TestWorker tw(w.clock, w.loop, w.worker_ep, runner, {w.node_ep.id()}, 99);
   w.node.start();
   tw.worker.start();
   int created = 0;
@@ -175,25 +151,21 @@ class SlowClock final : public Clock {
 // tolerated bound so it believes it still leads: its writes are rejected by
 // the epoch check, recorded, and no occurrence is dispatched twice.
 TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
-  ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
-  ManualLoop& loop_a = stepper.add_loop();
+  test_support::NodeWorld w;  // a runs on the main loop (stepper loop 0), b on loop_b
+  test_support::Stepper& stepper = w.stepper;
   ManualLoop& loop_b = stepper.add_loop();
-  MemoryStorage mem{clock, loop_b};
-  testing::ScriptedStorage store_a{mem, loop_a};
-  testing::ScriptedStorage store_b{mem, loop_b};
-  testing::Net net;
-  auto& ep_a = net.add(loop_a);
-  auto& ep_b = net.add(loop_b);
-  SlowClock slow(clock, T0());
-  Random ra(1), rb(2);
-  MemoryEventLog events;
-  Metrics ma, mb;
-  SchedulerNode a{slow, loop_a, store_a, ep_a, ra, events, ma, node_config("a", 1)};
+  auto& store_a = w.keep<test_support::ScriptedStorage>(w.mem, w.loop);
+  auto& store_b = w.keep<test_support::ScriptedStorage>(w.mem, loop_b);
+  const auto& slow = w.keep<SlowClock>(w.clock, T0());
+  MemoryEventLog& events = w.events;
+  auto& node_a = w.add_node(node_config("a", 1), 1, {.storage = &store_a, .clock = &slow});
+  SchedulerNode& a = node_a.node;
+  Metrics& ma = node_a.metrics;
   a.start();
   stepper.run(absl::Seconds(2));
   ASSERT_TRUE(a.leads(0));
-  SchedulerNode b{clock, loop_b, store_b, ep_b, rb, events, mb, node_config("b", 1)};
+  auto& node_b = w.add_node(node_config("b", 1), 2, {.storage = &store_b, .loop = &loop_b});
+  SchedulerNode& b = node_b.node;
   b.start();
   std::optional<absl::StatusOr<CreateResult>> got;
   JobSpec spec = interval_job("j", absl::Seconds(10), T0() + absl::Seconds(20));
@@ -227,22 +199,16 @@ TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
 // A non-leader reads the leader record only once the holder's lease could
 // have lapsed (not every tick), and still takes over right after it does.
 TEST(SchedulerNode, NonLeaderWaitsOutTheHoldersLeaseThenTakesOver) {
-  ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
-  ManualLoop& loop_a = stepper.add_loop();
+  test_support::NodeWorld w;  // a runs on the main loop (stepper loop 0), b on loop_b
+  test_support::Stepper& stepper = w.stepper;
   ManualLoop& loop_b = stepper.add_loop();
-  MemoryStorage mem{clock, loop_a};
-  testing::Net net;
-  auto& ep_a = net.add(loop_a);
-  auto& ep_b = net.add(loop_b);
-  Random ra(1), rb(2);
-  MemoryEventLog events;
-  Metrics ma, mb;
-  SchedulerNode a{clock, loop_a, mem, ep_a, ra, events, ma, node_config("a", 1)};
+  SchedulerNode& a = w.add_node(node_config("a", 1), 1).node;
   a.start();
   stepper.run(absl::Seconds(2));
   ASSERT_TRUE(a.leads(0));
-  SchedulerNode b{clock, loop_b, mem, ep_b, rb, events, mb, node_config("b", 1)};
+  auto& node_b = w.add_node(node_config("b", 1), 2, {.loop = &loop_b});
+  SchedulerNode& b = node_b.node;
+  Metrics& mb = node_b.metrics;
   b.start();
   const absl::Duration watched = absl::Minutes(1);
   stepper.run(watched);
@@ -262,18 +228,11 @@ TEST(SchedulerNode, NonLeaderWaitsOutTheHoldersLeaseThenTakesOver) {
 // A leader whose shard's next due entry comes before its next poll wakes for
 // it: a fire is late by a store round trip, not by up to a poll interval.
 TEST(SchedulerNode, DispatchWakesForTheNextDueEntryBetweenPolls) {
-  ManualClock clock{T0()};
-  testing::Stepper stepper{clock};
-  ManualLoop& loop = stepper.add_loop();
-  MemoryStorage mem{clock, loop};
-  testing::Net net;
-  auto& ep = net.add(loop);
-  Random r(1);
-  MemoryEventLog events;
-  Metrics m;
+  test_support::NodeWorld w;
+  test_support::Stepper& stepper = w.stepper;
   SchedulerNodeConfig c = node_config("n", 1);
   c.poll_interval = c.lease.leader_renew_period;  // the longest poll allowed (2.5s)
-  SchedulerNode node{clock, loop, mem, ep, r, events, m, c};
+  SchedulerNode& node = w.add_node(c, 1).node;
   node.start();
   stepper.run(absl::Seconds(1));
   ASSERT_TRUE(node.leads(0));
@@ -282,7 +241,7 @@ TEST(SchedulerNode, DispatchWakesForTheNextDueEntryBetweenPolls) {
   node.create_job(once_job("a", at), [&](auto res) { created = res.ok(); });
   stepper.run(absl::Seconds(20));
   ASSERT_TRUE(created);
-  const auto runs = testing::stored_runs(mem);
+  const auto runs = w.runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_GE(runs[0].dispatched_at, at);
   EXPECT_LT(runs[0].dispatched_at - at, absl::Milliseconds(50));

@@ -35,19 +35,21 @@
 #include "core/kernel/keyspace.h"
 #include "core/kernel/policy.h"
 #include "core/schedule/schedule.h"
+#include "tests/support/job_store_fixture.h"
 #include "tests/support/kernel_test_util.h"
+#include "tests/support/seeded_property.h"
 
 namespace kairos {
 namespace {
 
-using testing::T0;
+using test_support::T0;
 
 enum class Outcome { kCommitted, kUnknownApplied, kUnknownNotApplied };
 const absl::Duration kTtl = absl::Seconds(30);
 
 struct Sut {
-  Sut(JobPolicy p, PlantedBugs bugs) : store(1, bugs), policy(p), bugs(bugs) {
-    spec = testing::interval_job("j", absl::Seconds(30), T0());
+  Sut(JobPolicy p, PlantedBugs bugs) : bench(1, bugs), policy(p), bugs(bugs) {
+    spec = test_support::interval_job("j", absl::Seconds(30), T0());
     spec.policy = p;
     auto s = Schedule::compile(spec.schedule, spec.id);
     schedule = std::make_shared<Schedule>(*s);
@@ -61,8 +63,8 @@ struct Sut {
                   .committed());
     leader = {"n", l.record.epoch};
   }
-  testing::Bench bench;
-  JobStore store;
+  test_support::StoreBench bench;
+  JobStore& store = bench.store;
   JobPolicy policy;
   PlantedBugs bugs;
   JobSpec spec;
@@ -321,18 +323,10 @@ void run_property(PlantedBugs bugs) {
 
 RC_GTEST_PROP(PolicyStateful, PolicyInvariantsUnderEveryCommitOutcome, ()) { run_property({}); }
 
+// The property on its own seed and test count (see seeded_property.h).
 bool check_seeded(std::uint64_t seed, int tests, PlantedBugs bugs, bool print) {
-  rc::detail::TestParams params;
-  params.seed = seed;
-  params.maxSuccess = tests;
-  rc::detail::TestMetadata metadata;
-  metadata.id = metadata.description = "policy invariants";
-  const auto result = rc::detail::checkTestable([bugs] { run_property(bugs); }, metadata, params);
-  if (print || !result.template is<rc::detail::SuccessResult>()) {
-    rc::detail::printResultMessage(result, std::cerr);
-    std::cerr << std::endl;
-  }
-  return result.template is<rc::detail::SuccessResult>();
+  return test_support::check_seeded(
+      "policy invariants", seed, tests, [bugs] { run_property(bugs); }, print);
 }
 
 TEST(PolicyStateful, MoreHistoriesOnFixedSeeds) {
@@ -353,8 +347,8 @@ TEST(PolicyStateful, CatchesPlantedPolicyBugs) {
 // except that runs ready for at least the starvation bound go first, oldest
 // first.
 RC_GTEST_PROP(PriorityProperty, ClaimOrderFollowsTheDocumentedRule, ()) {
-  testing::Bench bench;
-  JobStore store(1);
+  test_support::StoreBench bench{1};
+  JobStore& store = bench.store;
   const auto n = *rc::gen::inRange(1, 12);
   bench.clock.advance(absl::Hours(1));
   const absl::Time now = bench.clock.now() + absl::Minutes(10);
@@ -367,7 +361,7 @@ RC_GTEST_PROP(PriorityProperty, ClaimOrderFollowsTheDocumentedRule, ()) {
   for (int i = 0; i < n; ++i) {
     Item it{"j" + std::to_string(i), *rc::gen::inRange(kMinPriority, kMaxPriority + 1),
             now - absl::Seconds(*rc::gen::inRange(0, 180))};
-    JobSpec s = testing::once_job(it.id, it.at);
+    JobSpec s = test_support::once_job(it.id, it.at);
     s.policy.priority = it.priority;
     CreateResult c;
     RC_ASSERT(bench.run([&](Txn& t) { return store.create(t, s, &c); }).committed());

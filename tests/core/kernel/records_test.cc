@@ -11,37 +11,37 @@ namespace {
 
 RunRecord sample_run() {
   RunRecord r;
-  r.id = {"job\0x", 3, testing::T0()};
+  r.id = {"job\0x", 3, test_support::T0()};
   r.id.job_id = std::string("job\0x", 5);
   r.shard = 2;
-  r.due_at = testing::T0() + absl::Seconds(1);
+  r.due_at = test_support::T0() + absl::Seconds(1);
   r.attempt = 2;
   r.state = RunState::kLeased;
-  r.ready_at = testing::T0();
+  r.ready_at = test_support::T0();
   r.token = 42;
   r.owner = "w1";
-  r.lease_expiry = testing::T0() + absl::Seconds(30);
-  r.dispatched_at = testing::T0();
+  r.lease_expiry = test_support::T0() + absl::Seconds(30);
+  r.dispatched_at = test_support::T0();
   r.detail = "ok";
   return r;
 }
 
 TEST(Records, RoundTrip) {
   JobRecord j;
-  j.spec = normalize_spec(testing::interval_job("a"));
+  j.spec = normalize_spec(test_support::interval_job("a"));
   j.spec.payload = HttpPayload{"POST", "https://x.test/h", {{"A", "b"}}, "body"};
   j.incarnation = 7;
-  j.created_at = testing::T0();
-  j.next_due_at = testing::T0() + absl::Minutes(1);
+  j.created_at = test_support::T0();
+  j.next_due_at = test_support::T0() + absl::Minutes(1);
   j.next_nominal = *j.next_due_at;
   EXPECT_EQ(*decode_job(encode(j)), j);
   const RunRecord r = sample_run();
   EXPECT_EQ(*decode_run(encode(r)), r);
-  LeaderRecord l{"n1", 9, testing::T0()};
+  LeaderRecord l{"n1", 9, test_support::T0()};
   EXPECT_EQ(*decode_leader(encode(l)), l);
   JobCounters c{3, 99};
   EXPECT_EQ(*decode_counters(encode(c)), c);
-  DueEntry d{5, testing::T0()};
+  DueEntry d{5, test_support::T0()};
   EXPECT_EQ(*decode_due(encode(d)), d);
 }
 
@@ -63,7 +63,7 @@ TEST(Records, StrictDecode) {
 
 TEST(Keyspace, OrderAndParse) {
   using namespace keys;
-  const absl::Time t = testing::T0();
+  const absl::Time t = test_support::T0();
   EXPECT_LT(due(1, t, "z"), due(1, t + absl::Seconds(1), "a"));
   EXPECT_LT(due(1, t + absl::Hours(100), "a"), due(2, t, "a"));
   const Range r = due_until(1, t);

@@ -11,7 +11,7 @@ namespace kairos::cron {
 namespace {
 
 CliResult Cli(std::vector<std::string> args) {
-  return run_cron_cli(args, testing::T("2026-03-01T00:00:00Z"));
+  return run_cron_cli(args, test_support::T("2026-03-01T00:00:00Z"));
 }
 
 TEST(CronCliTest, NextPrintsUtcLocalAndNote) {
@@ -79,7 +79,7 @@ TEST(CronCliTest, BadInputExitsTwoNamingTheProblem) {
 
 TEST(CronCliTest, ExplainWarnsAboutDstAndRareSchedules) {
   const CliResult r = run_cron_cli({"explain", "--tz", "Europe/Berlin", "30 2 * * *"},
-                                   testing::T("2026-01-10T00:00:00Z"));
+                                   test_support::T("2026-01-10T00:00:00Z"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("30 2 * * *: at 02:30 every day, in Europe/Berlin."), std::string::npos)
       << r.out;
@@ -97,7 +97,7 @@ TEST(CronCliTest, ExplainWarnsAboutDstAndRareSchedules) {
       << r.out;
   // Safe time: no DST warning.
   const CliResult safe = run_cron_cli({"explain", "--tz", "Europe/Berlin", "0 9 * * 1-5"},
-                                      testing::T("2026-01-10T00:00:00Z"));
+                                      test_support::T("2026-01-10T00:00:00Z"));
   EXPECT_EQ(safe.out.find("warning"), std::string::npos) << safe.out;
   EXPECT_NE(safe.out.find("at 09:00 on Monday through Friday"), std::string::npos) << safe.out;
   // Rare.

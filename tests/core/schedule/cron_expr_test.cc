@@ -29,7 +29,7 @@ std::uint64_t Bits(std::initializer_list<int> v) {
 
 // Next matches in UTC (local == UTC), as strings.
 std::vector<std::string> Next(std::string_view expr, std::string_view from, int n) {
-  return testing::Fires(testing::Sched(expr, "UTC"), from, n);
+  return test_support::Fires(test_support::Sched(expr, "UTC"), from, n);
 }
 
 TEST(CronExprTest, FieldsListsRangesSteps) {

@@ -133,7 +133,7 @@ rc::Gen<Case> gen_case(bool seconds) {
 
 void check_against_reference(const Case& c, absl::Duration horizon, int fires, std::int64_t step) {
   RC_TAG(c.zone);
-  const CronSchedule s = testing::Sched(c.expr, c.zone, c.gap, c.fold);
+  const CronSchedule s = test_support::Sched(c.expr, c.zone, c.gap, c.fold);
   absl::Time t = c.from;
   for (int i = 0; i < fires; ++i) {
     const auto want = reference_next(s.expr(), s.zone(), c.gap, c.fold, t, horizon, step);
@@ -145,8 +145,8 @@ void check_against_reference(const Case& c, absl::Duration horizon, int fires, s
     }
     RC_ASSERT(got.has_value());
     if (got->nominal != *want) {
-      RC_FAIL(absl::StrCat(c.expr, " in ", c.zone, " after ", testing::Z(t), ": engine ",
-                           testing::Z(got->nominal), " reference ", testing::Z(*want)));
+      RC_FAIL(absl::StrCat(c.expr, " in ", c.zone, " after ", test_support::Z(t), ": engine ",
+                           test_support::Z(got->nominal), " reference ", test_support::Z(*want)));
     }
     t = *want;
   }
@@ -164,7 +164,7 @@ RC_GTEST_PROP(CronProperty, NextAfterEqualsSecondBySecondReference, ()) {
 
 RC_GTEST_PROP(CronProperty, FiresStrictlyIncreaseMatchAndMirrorPrevBefore, ()) {
   const Case c = *gen_case(*rc::gen::arbitrary<bool>());
-  const CronSchedule s = testing::Sched(c.expr, c.zone, c.gap, c.fold);
+  const CronSchedule s = test_support::Sched(c.expr, c.zone, c.gap, c.fold);
   absl::Time t = c.from;
   std::optional<Fire> last;
   for (int i = 0; i < 30; ++i) {

@@ -10,8 +10,8 @@
 namespace kairos::cron {
 namespace {
 
-using testing::Fires;
-using testing::Sched;
+using test_support::Fires;
+using test_support::Sched;
 using V = std::vector<std::string>;
 
 // --- Europe/Berlin: 2026-03-29 02:00 CET -> 03:00 CEST (01:00Z);
@@ -191,7 +191,7 @@ TEST(DstGolden, PrevBeforeMirrorsNextAfter) {
   };
   for (const Case& c : cases) {
     const CronSchedule s = Sched(c.expr, c.zone, c.gap, c.fold);
-    absl::Time t = testing::T(c.from);
+    absl::Time t = test_support::T(c.from);
     std::vector<Fire> fires;
     for (int i = 0; i < 80; ++i) {
       auto f = s.next_after(t);
@@ -203,7 +203,7 @@ TEST(DstGolden, PrevBeforeMirrorsNextAfter) {
       auto p = s.prev_before(fires[i].nominal);
       ASSERT_TRUE(p.has_value());
       EXPECT_EQ(p->nominal, fires[i - 1].nominal)
-          << c.expr << " " << c.zone << " at " << testing::Z(fires[i].nominal);
+          << c.expr << " " << c.zone << " at " << test_support::Z(fires[i].nominal);
       EXPECT_EQ(p->note, fires[i - 1].note);
       EXPECT_TRUE(s.matches(fires[i].nominal));
       EXPECT_FALSE(s.matches(fires[i].nominal - absl::Seconds(1)) &&

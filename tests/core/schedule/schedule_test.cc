@@ -11,8 +11,8 @@
 namespace kairos {
 namespace {
 
-using cron::testing::T;
-using cron::testing::Z;
+using test_support::T;
+using test_support::Z;
 
 TEST(DurationTest, ParsesTheOneGrammar) {
   EXPECT_EQ(*parse_duration("90s"), absl::Seconds(90));

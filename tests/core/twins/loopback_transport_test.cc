@@ -23,6 +23,7 @@
 #include "core/twins/manual_loop.h"
 #include "core/twins/memory_event_log.h"
 #include "core/twins/memory_storage.h"
+#include "tests/support/node_world.h"
 
 namespace kairos {
 namespace {
@@ -161,25 +162,24 @@ class InstantRunner final : public Runner {
   RunHandle next_ = 0;
 };
 
+// Through the node-world fixture (tests/support/node_world.h), which is
+// built on the hub.
 TEST_F(LoopbackTest, ANodeAndAWorkerRunAJobThroughTheHub) {
-  MemoryStorage storage(clock_, loop_);
-  LoopbackHub hub(loop_);
-  auto node_ep = hub.connect();
-  auto worker_ep = hub.connect();
-  MemoryEventLog events;
-  Metrics node_metrics, worker_metrics;
-  Random node_random(1), worker_random(2);
-  InstantRunner runner(loop_);
+  test_support::NodeWorld w(absl::FromUnixSeconds(1'700'000'000));
+  const LoopbackHub& hub = w.hub;
+  const MemoryEventLog& events = w.events;
+  InstantRunner& runner = w.keep<InstantRunner>(w.loop);
 
   SchedulerNodeConfig nc;
   nc.node_id = "node-a";
   nc.shard_count = 2;
-  SchedulerNode node(clock_, loop_, storage, *node_ep, node_random, events, node_metrics, nc);
+  auto& n = w.add_node(nc, 1);
+  SchedulerNode& node = n.node;
   WorkerConfig wc;
   wc.worker_id = "worker-a";
-  wc.nodes = {node_ep->id()};
+  wc.nodes = {n.ep->id()};
   wc.claim_wait = absl::Seconds(2);
-  Worker worker(clock_, loop_, *worker_ep, runner, worker_random, events, worker_metrics, wc);
+  Worker& worker = w.add_worker(runner, wc, 2, /*shared_events=*/true).worker;
   node.start();
   worker.start();
 
@@ -187,14 +187,14 @@ TEST_F(LoopbackTest, ANodeAndAWorkerRunAJobThroughTheHub) {
   spec.id = "every-5s";
   spec.schedule.kind = ScheduleSpec::Kind::kInterval;
   spec.schedule.every = absl::Seconds(5);
-  spec.schedule.start = clock_.now();
+  spec.schedule.start = w.clock.now();
   spec.payload = CommandPayload{{"/bin/true"}, {}, {}};
   bool created = false;
   node.create_job(spec, [&](absl::StatusOr<CreateResult> r) {
     ASSERT_TRUE(r.ok()) << r.status();
     created = r->created;
   });
-  loop_.advance(absl::Seconds(21));
+  w.loop.advance(absl::Seconds(21));
   ASSERT_TRUE(created);
 
   EXPECT_GE(events.count("run.completed"), 3u);

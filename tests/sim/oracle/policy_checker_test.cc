@@ -9,8 +9,8 @@
 namespace kairos::sim {
 namespace {
 
-using testing::Hist;
-using testing::violated;
+using test_support::Hist;
+using test_support::violated;
 
 constexpr NodeId kLeader = 1;
 

@@ -22,6 +22,7 @@
 #include "core/kernel/planted_bugs.h"
 #include "sim/world/cluster.h"
 #include "sim/world/fault_plan.h"
+#include "tests/support/seeded_property.h"
 
 namespace kairos::sim {
 namespace {
@@ -154,18 +155,9 @@ void property(std::string_view bug) {
   RC_ASSERT(r.ok);
 }
 
+// The property on its own seed and test count (see seeded_property.h).
 bool check(std::uint64_t seed, int tests, std::string_view bug) {
-  rc::detail::TestParams params;
-  params.seed = seed;
-  params.maxSuccess = tests;
-  rc::detail::TestMetadata metadata;
-  metadata.id = metadata.description = "exactly once";
-  const auto result = rc::detail::checkTestable([bug] { property(bug); }, metadata, params);
-  if (!result.template is<rc::detail::SuccessResult>()) {
-    rc::detail::printResultMessage(result, std::cerr);
-    std::cerr << std::endl;
-  }
-  return result.template is<rc::detail::SuccessResult>();
+  return test_support::check_seeded("exactly once", seed, tests, [bug] { property(bug); });
 }
 
 TEST(SimProperty, ExactlyOnceUnderGeneratedWorkloadsAndFaults) {

@@ -179,8 +179,8 @@ TEST(Determinism, CheckerNamesNoDivergenceForOneSeed) {
 
 // --- the checker on hand-made histories ---------------------------------
 
-using testing::Hist;
-using testing::violated;
+using test_support::Hist;
+using test_support::violated;
 
 TEST(Checker, CatchesADoubleEffectAndAnAcknowledgedRollback) {
   Hist x;
