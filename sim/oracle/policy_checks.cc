@@ -19,7 +19,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
+#include "core/base/check.h"
 #include "core/kernel/policy.h"
+#include "sim/oracle/invariant_names.h"
 #include "sim/oracle/replay.h"
 
 namespace kairos::sim {
@@ -89,7 +91,13 @@ class PolicyChecks {
     v.run = std::move(run);
     v.detail = std::move(detail);
     v.evidence = std::move(evidence);
-    r_.add(invariant, std::move(v));
+    KAIROS_CHECK_MSG(is_registered_invariant(invariant),
+                     "a finding under an invariant name sim/oracle/invariant_names.h lacks");
+    auto& list = r_.policy_found[std::string(invariant)];
+    if (list.size() < kMaxPerInvariant) {
+      v.invariant = std::string(invariant);
+      list.push_back(std::move(v));
+    }
   }
 
   // --- Runs: attempts, retry delays, overlap, claim order ------------------
@@ -128,7 +136,7 @@ class PolicyChecks {
     if (it != ready_all_.end() && !it->second.empty()) {
       const auto& [oldest_us, oldest] = *it->second.begin();
       if (oldest_us <= t - bound && (!starving || oldest_us < before.ready_us)) {
-        report("priority-order", f.job, key,
+        report(inv::kPriorityOrder, f.job, key,
                absl::StrCat("claim at store time ", us_text(t), " granted ", key, " (priority ",
                             before.priority, ", ready ", us_text(before.ready_us), ") while ",
                             names_.name(oldest), " (priority ", runs_[oldest].priority,
@@ -144,7 +152,7 @@ class PolicyChecks {
       const auto& [first_us, first] = *band->second.begin();
       const bool precedes = p > before.priority ? first_us <= t : first_us < before.ready_us;
       if (!precedes) continue;
-      report("priority-order", f.job, key,
+      report(inv::kPriorityOrder, f.job, key,
              absl::StrCat("claim at store time ", us_text(t), " granted ", key, " (priority ",
                           before.priority, ", ready ", us_text(before.ready_us), ") before ",
                           names_.name(first), " (priority ", p, ", ready ", us_text(first_us),
@@ -171,7 +179,7 @@ class PolicyChecks {
         break;
     }
     if (ok || !reported_overlap_.insert(k).second) return;
-    report("overlap-respected", k.first, "",
+    report(inv::kOverlapRespected, k.first, "",
            absl::StrCat("after store commit #", commit, " (store time ", us_text(t),
                         ") incarnation ", k.second, " has ", o.active, " active and ", o.waiting,
                         " waiting unfinished runs; overlap ", overlap_name(p.overlap),
@@ -205,7 +213,7 @@ class PolicyChecks {
         const ClientJob* cj = job({f.job, f.incarnation});
         if (cj != nullptr && f.attempt > cj->policy.max_attempts)
           report(
-              "attempts-bounded", f.job, names_.name(f.run),
+              inv::kAttemptsBounded, f.job, names_.name(f.run),
               absl::StrCat("attempt ", f.attempt, " granted (token ", f.token, ", store commit #",
                            f.commit, "); the job allows ", cj->policy.max_attempts));
         if (before.exists && before.state == RunState::kReady) check_claim_order(f, before, t);
@@ -226,7 +234,7 @@ class PolicyChecks {
           const std::int64_t lo = absl::ToInt64Microseconds(retry_lower_bound(cj->policy, failed));
           const std::int64_t hi = absl::ToInt64Microseconds(retry_base_delay(cj->policy, failed));
           if (delay < lo || delay > hi)
-            report("retry-backoff", f.job, names_.name(f.run),
+            report(inv::kRetryBackoff, f.job, names_.name(f.run),
                    absl::StrCat("attempt ", failed, " failed at store time ", us_text(t),
                                 "; the retry is ready after ", dur(delay), ", outside [", dur(lo),
                                 ", ", dur(hi), "] (initial ",
@@ -297,7 +305,7 @@ class PolicyChecks {
     for (const auto& [k, list] : by_job) {  // sorted by first nominal (map order)
       for (std::size_t i = 1; i < list.size(); ++i) {
         if (list[i]->from > list[i - 1]->through) continue;
-        report("ledger-one-outcome", k.first, "",
+        report(inv::kLedgerOneOutcome, k.first, "",
                absl::StrCat("occurrence ", time_text(list[i]->from),
                             " has two ledger records: ", names_.name(list[i - 1]->outcome), " ",
                             time_text(list[i - 1]->from), "..", time_text(list[i - 1]->through),
@@ -319,7 +327,7 @@ class PolicyChecks {
           covered = after != list.begin() && o->nominal <= (*(after - 1))->through;
         }
         if (covered) continue;
-        report("ledger-one-outcome", k.first, "",
+        report(inv::kLedgerOneOutcome, k.first, "",
                absl::StrCat("occurrence ", time_text(o->nominal), " (due ", time_text(o->due),
                             ", incarnation ", k.second, ") has no ledger record"));
         break;  // one per job is enough to act on
@@ -358,12 +366,12 @@ class PolicyChecks {
             absl::StrCat("ledger record ", names_.name(l.outcome), " ", time_text(l.from),
                          " (fire ", time_text(l.fire_at), ", store commit #", l.commit, ")");
         if ((is(l, "fired") || is(l, "moved_dst")) && late > threshold)
-          report("misfire-threshold", l.job, "",
+          report(inv::kMisfireThreshold, l.job, "",
                  absl::StrCat(what, " decided ", dur(late),
                               " after its fire time: past the threshold ", dur(threshold),
                               ", so not on time"));
         if (is(l, "late") && late <= threshold)
-          report("misfire-threshold", l.job, "",
+          report(inv::kMisfireThreshold, l.job, "",
                  absl::StrCat(what, " decided ", dur(late),
                               " after its fire time: within the threshold ", dur(threshold),
                               ", so not late"));
@@ -372,10 +380,10 @@ class PolicyChecks {
             (p.misfire == MisfirePolicy::kCatchUp && is(l, "coalesced")) ||
             (p.misfire == MisfirePolicy::kRunOnce && is(l, "skipped_misfire"));
         if (wrong_policy)
-          report("misfire-threshold", l.job, "",
+          report(inv::kMisfireThreshold, l.job, "",
                  absl::StrCat(what, " under misfire policy ", misfire_name(p.misfire)));
         if (p.misfire == MisfirePolicy::kSkip && is(l, "skipped_misfire") && late <= threshold)
-          report("misfire-threshold", l.job, "",
+          report(inv::kMisfireThreshold, l.job, "",
                  absl::StrCat(what, " skipped although only ", dur(late), " late (threshold ",
                               dur(threshold), ")"));
         if (p.misfire == MisfirePolicy::kCatchUp && is(l, "late")) {
@@ -386,7 +394,7 @@ class PolicyChecks {
           auto prev = last_late_us.find(k);
           if (prev != last_late_us.end() && l.store_us - prev->second < spacing &&
               r_.controlled.count(k.first) == 0)
-            report("catch-up-bounded", l.job, "",
+            report(inv::kCatchUpBounded, l.job, "",
                    absl::StrCat(what, ": a late run only ", dur(l.store_us - prev->second),
                                 " after the previous one (spacing ",
                                 absl::FormatDuration(p.catch_up_spacing), ")"));
@@ -409,7 +417,7 @@ class PolicyChecks {
             if (!decided) ++undecided;
           }
         if (undecided > p.catch_up_max && undecided <= 2000)
-          report("catch-up-bounded", k.first, "",
+          report(inv::kCatchUpBounded, k.first, "",
                  absl::StrCat("after the catch-up decision at store time ", us_text(t),
                               " (commit #", earliest->commit, ") ", undecided,
                               " due occurrences remain to run; the bound is ", p.catch_up_max));

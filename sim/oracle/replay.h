@@ -1,7 +1,18 @@
 // Replay: the store facts of a history (sim/oracle/history.h) replayed once in
-// commit order, skipping commits a store crash rolled back; several
-// invariants read what it found. Internal to the checker (sim/oracle/checker.cc,
-// sim/oracle/policy_checks.cc).
+// commit order, skipping commits a store crash rolled back. The replay only
+// tracks state and records what it saw; it judges nothing. What it computes:
+//   - every applied leader-record write, with the record it replaced
+//     (LeaderStep);
+//   - every applied run-record write, with the run's state just before it,
+//     whether it created or granted the run, the shard's leader record at
+//     that commit, the job's highest token so far and the acknowledged cancel
+//     of its incarnation (RunStep);
+//   - the per-run summary after the last commit (Track), the workers granted
+//     each (job, token), and the jobs the client controlled.
+// The invariants (sim/oracle/checker.cc, sim/oracle/policy_checks.cc) are
+// functions over these facts; they record findings through Findings, which
+// holds the per-invariant cap and refuses a name sim/oracle/invariant_names.h
+// does not register. Internal to the checker.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +41,58 @@ inline bool lost(const History& h, std::uint64_t commit) {
   return (*h.commits)[commit].state == StoreCommit::State::kLost;
 }
 
-// The store facts replayed in commit order; what several invariants read.
+// The findings of one invariant: at most kMaxPerInvariant, each stamped with
+// the invariant's name. Constructing one for a name that is not registered
+// (is_registered_invariant) is a bug and aborts.
+class Findings {
+ public:
+  Findings(std::string_view invariant, std::vector<Violation>& out);
+  std::string_view invariant() const { return invariant_; }
+  // False once the cap is reached (further add()s are dropped).
+  bool open() const { return added_ < kMaxPerInvariant; }
+  void add(Violation v);
+
+ private:
+  std::string_view invariant_;
+  std::vector<Violation>& out_;
+  std::size_t added_ = 0;
+};
+
+// A shard's leader record as the replay last saw it.
+struct LeaderView {
+  std::uint32_t holder = Interner::kNone;  // kNone: no record yet
+  std::uint64_t epoch = 0;
+  std::int64_t expiry_us = 0;
+  bool known() const { return holder != Interner::kNone; }
+};
+
+// One applied leader-record write and the record it replaced.
+struct LeaderStep {
+  const LeaderFact* fact = nullptr;
+  LeaderView before;
+};
+
+// One applied run-record write and what the replay knew just before it.
+struct RunStep {
+  const RunFact* fact = nullptr;
+  const StoreCommit* commit = nullptr;
+  bool created = false;  // the first write of this run
+  // A grant: the write leases the run under a token it did not hold leased.
+  bool grant = false;
+  // The run before this write (meaningless when created).
+  RunState before_state = RunState::kReady;
+  std::uint64_t before_token = 0;  // highest token so far
+  std::int64_t before_lease_expiry_us = 0;
+  // The shard's leader record at this commit (!known(): none yet).
+  LeaderView leader;
+  // The job's highest granted token before this write (grants only).
+  std::uint64_t job_max_token = 0;
+  // When the client saw the cancel of this run's (job, incarnation)
+  // acknowledged, if it did.
+  std::optional<absl::Time> cancel_acked;
+};
+
+// The store facts replayed in commit order; what the invariants read.
 struct Replay {
   struct Track {
     bool exists = false;
@@ -47,29 +109,31 @@ struct Replay {
     std::int64_t created_us = 0;            // store time of the creating commit
     bool created_waiting = false;           // created kWaiting (overlap queue)
   };
-  std::vector<Track> runs;  // by interned run key (ids are dense and deterministic)
+  // Empty when the history has no store facts.
+  std::vector<LeaderStep> leader_steps;  // in commit order
+  std::vector<RunStep> run_steps;        // in commit order
+  std::vector<Track> runs;  // after the last commit, by interned run key (dense, deterministic)
   // (job, token) -> workers granted that token.
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::uint32_t>> grants;
   // Interned ids of the jobs the client paused, resumed or rescheduled
-  // (controlled_jobs()); set once by Checker::run.
+  // (controlled_jobs()).
   std::set<std::uint32_t> controlled;
-  // Findings by invariant name.
-  std::map<std::string, std::vector<Violation>, std::less<>> found;
-
-  void add(std::string_view invariant, Violation v) {
-    auto& list = found[std::string(invariant)];
-    if (list.size() < kMaxPerInvariant) {
-      v.invariant = std::string(invariant);
-      list.push_back(std::move(v));
-    }
-  }
+  // The policy invariants' findings by name (check_policies()).
+  std::map<std::string, std::vector<Violation>, std::less<>> policy_found;
 };
 
+// Replays `h` once: the steps, the tracks, the grants, the controlled jobs
+// and the policy findings.
+Replay replay_history(const History& h);
+
+// One line describing a run fact, for evidence.
+std::string fact_text(const History& h, const RunFact& f);
+
 // The policy invariants of issue 6 (sim/oracle/policy_checks.cc): adds their
-// findings to `r.found`.
+// findings to `r.policy_found`.
 void check_policies(const History& h, Replay& r);
 // Interned ids of the jobs the client paused, resumed or rescheduled (from
-// its "client.paused" / "client.resumed" / "client.rescheduled" events).
+// its client.paused / client.resumed / client.rescheduled events).
 std::set<std::uint32_t> controlled_jobs(const History& h);
 // The completion bound of one job's occurrences (its attempts, backoffs and
 // overlap policy on top of the scenario's Bounds).
