@@ -23,6 +23,7 @@
 #include "core/kernel/policy.h"
 #include "sim/oracle/invariant_names.h"
 #include "sim/oracle/replay.h"
+#include "sim/scenario/client_events.h"
 
 namespace kairos::sim {
 
@@ -448,8 +449,9 @@ std::set<std::uint32_t> controlled_jobs(const History& h) {
   std::set<std::uint32_t> out;
   if (h.events == nullptr || h.facts == nullptr) return out;
   for (const NodeEvent& e : *h.events) {
-    if (e.event.kind != "client.paused" && e.event.kind != "client.resumed" &&
-        e.event.kind != "client.rescheduled")
+    const std::string_view kind = e.event.kind;
+    if (kind != client_events::kPaused && kind != client_events::kResumed &&
+        kind != client_events::kRescheduled)
       continue;
     const auto* job = e.event.find("job");
     if (job == nullptr || std::get_if<std::string>(job) == nullptr) continue;
