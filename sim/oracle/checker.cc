@@ -412,18 +412,8 @@ void timeliness(const History& h, const Replay& r, Findings& out) {
   }
 }
 
-// --- The policy invariants (sim/oracle/policy_checks.cc) --------------------
-
-// The policy rules run with the policy replay (check_policies); each
-// invariant reports the findings recorded under its name.
-template <const std::string_view& kName>
-void policy_findings(const History&, const Replay& r, Findings& out) {
-  auto it = r.policy_found.find(kName);
-  if (it == r.policy_found.end()) return;
-  for (const Violation& v : it->second) out.add(v);
-}
-
-// The registry: the rule of every name in kInvariants.
+// The registry: the rule of every name in kInvariants (the policy rules are
+// in sim/oracle/policy_checks.cc).
 struct RuleEntry {
   std::string_view name;
   Invariant::Rule rule;
@@ -443,13 +433,13 @@ constexpr RuleEntry kRules[] = {
     {inv::kTimeliness, timeliness},
     {inv::kAckedCommitsDurable, acked_commits_durable},
     {inv::kNotBeforeDue, not_before_due},
-    {inv::kLedgerOneOutcome, policy_findings<inv::kLedgerOneOutcome>},
-    {inv::kAttemptsBounded, policy_findings<inv::kAttemptsBounded>},
-    {inv::kRetryBackoff, policy_findings<inv::kRetryBackoff>},
-    {inv::kOverlapRespected, policy_findings<inv::kOverlapRespected>},
-    {inv::kCatchUpBounded, policy_findings<inv::kCatchUpBounded>},
-    {inv::kMisfireThreshold, policy_findings<inv::kMisfireThreshold>},
-    {inv::kPriorityOrder, policy_findings<inv::kPriorityOrder>},
+    {inv::kLedgerOneOutcome, ledger_one_outcome},
+    {inv::kAttemptsBounded, attempts_bounded},
+    {inv::kRetryBackoff, retry_backoff},
+    {inv::kOverlapRespected, overlap_respected},
+    {inv::kCatchUpBounded, catch_up_bounded},
+    {inv::kMisfireThreshold, misfire_threshold},
+    {inv::kPriorityOrder, priority_order},
 };
 
 constexpr bool rules_match_names() {

@@ -1,13 +1,16 @@
 // The store-fact replay (sim/oracle/replay.h): state tracking only; the
-// invariants judge its steps.
+// invariants (checker.cc, policy_checks.cc) judge what it records.
 #include "sim/oracle/replay.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/records.h"
 #include "sim/oracle/invariant_names.h"
 
 namespace kairos::sim {
@@ -113,13 +116,177 @@ void replay_facts(const History& h, Replay& r) {
   }
 }
 
+// The run facts per commit with each shard's ready runs, and the ledger's
+// key facts, for the policy invariants (PolicyFacts).
+class PolicyReplay {
+ public:
+  PolicyReplay(const History& h, PolicyFacts& out) : h_(h), out_(out), names_(h.facts->strings()) {}
+
+  void run() {
+    if (h_.jobs != nullptr)
+      for (const ClientJob& j : *h_.jobs) {
+        const std::uint32_t id = names_.find(j.id);
+        if (id != Interner::kNone) out_.jobs[{id, j.incarnation}] = &j;
+      }
+    if (h_.expected != nullptr)
+      for (const Occurrence& o : *h_.expected) {
+        const std::uint32_t id = names_.find(o.job);
+        if (id != Interner::kNone) out_.expected[{id, o.incarnation}].push_back(&o);
+      }
+    for (auto& [k, list] : out_.expected)
+      std::sort(list.begin(), list.end(),
+                [](const Occurrence* a, const Occurrence* b) { return a->nominal < b->nominal; });
+    replay_runs();
+    replay_ledger();
+  }
+
+ private:
+  struct Run {
+    bool exists = false;
+    RunState state = RunState::kReady;
+    std::uint64_t token = 0;
+    std::int64_t ready_us = 0;
+    std::int8_t priority = 0;
+    std::uint32_t shard = 0;
+  };
+  using Queue = std::set<std::pair<std::int64_t, std::uint32_t>>;  // (ready_us, run)
+  struct Open {
+    std::int64_t active = 0;
+    std::int64_t waiting = 0;
+  };
+
+  void unready(std::uint32_t id) {
+    Run& run = runs_[id];
+    if (!run.exists || run.state != RunState::kReady) return;
+    ready_all_[run.shard].erase({run.ready_us, id});
+    ready_band_[{run.shard, run.priority}].erase({run.ready_us, id});
+  }
+  void enready(std::uint32_t id) {
+    Run& run = runs_[id];
+    ready_all_[run.shard].insert({run.ready_us, id});
+    ready_band_[{run.shard, run.priority}].insert({run.ready_us, id});
+  }
+
+  // The shard's ready runs a grant of a ready run was chosen over.
+  void ready_context(PolicyFacts::Grant& g) {
+    auto it = ready_all_.find(g.shard);
+    if (it != ready_all_.end() && !it->second.empty()) {
+      g.has_oldest = true;
+      g.oldest_us = it->second.begin()->first;
+      g.oldest = it->second.begin()->second;
+      g.oldest_priority = runs_[g.oldest].priority;
+    }
+    for (std::int32_t p = g.priority; p <= kMaxPriority; ++p) {
+      auto band = ready_band_.find({g.shard, static_cast<std::int8_t>(p)});
+      if (band == ready_band_.end() || band->second.empty()) continue;
+      g.bands.push_back({p, band->second.begin()->first, band->second.begin()->second});
+    }
+  }
+
+  void replay_runs() {
+    runs_.assign(names_.size(), Run{});
+    const auto& facts = h_.facts->runs();
+    for (std::size_t i = 0; i < facts.size();) {
+      std::size_t e = i;
+      while (e < facts.size() && facts[e].commit == facts[i].commit) ++e;
+      if (lost(h_, facts[i].commit)) {
+        i = e;
+        continue;
+      }
+      const std::int64_t t = facts[i].store_us;
+      // Grants are judged against the runs the commit left ready.
+      for (std::size_t k = i; k < e; ++k) unready(facts[k].run);
+      for (std::size_t k = i; k < e; ++k) {
+        const RunFact& f = facts[k];
+        const Run& before = runs_[f.run];
+        const bool grant =
+            f.state == RunState::kLeased &&
+            (!before.exists || before.state != RunState::kLeased || before.token != f.token);
+        if (!grant) continue;
+        PolicyFacts::Grant g;
+        g.fact = &f;
+        g.t = t;
+        g.was_ready = before.exists && before.state == RunState::kReady;
+        g.ready_us = before.ready_us;
+        g.priority = before.priority;
+        g.shard = before.shard;
+        if (g.was_ready) ready_context(g);
+        out_.grants.push_back(std::move(g));
+      }
+      std::set<JobKey> touched;
+      for (std::size_t k = i; k < e; ++k) {
+        const RunFact& f = facts[k];
+        Run& run = runs_[f.run];
+        const JobKey jk{f.job, f.incarnation};
+        // A retryable failure or timeout re-queues the run after its backoff.
+        if (run.exists && run.state == RunState::kLeased && f.state == RunState::kReady &&
+            (f.last_end == AttemptEnd::kFailed || f.last_end == AttemptEnd::kTimedOut) &&
+            f.attempt >= 2)
+          out_.retries.push_back({&f, t});
+        auto count = [&](RunState s, int delta) {
+          Open& o = open_[jk];
+          if (s == RunState::kReady || s == RunState::kLeased)
+            o.active += delta;
+          else if (s == RunState::kWaiting)
+            o.waiting += delta;
+        };
+        if (run.exists) count(run.state, -1);
+        count(f.state, +1);
+        touched.insert(jk);
+        unready(f.run);
+        run.exists = true;
+        run.state = f.state;
+        run.token = std::max(run.token, f.token);
+        run.ready_us = f.ready_us;
+        run.priority = f.priority;
+        run.shard = f.shard;
+        if (f.state == RunState::kReady) enready(f.run);
+      }
+      for (const JobKey& jk : touched) {
+        const Open& o = open_[jk];
+        out_.unfinished.push_back({jk, facts[i].commit, t, o.active, o.waiting});
+      }
+      i = e;
+    }
+  }
+
+  void replay_ledger() {
+    struct Record {
+      const LedgerFact* first = nullptr;  // the deciding write
+      const LedgerFact* last = nullptr;   // the latest (e.g. fired -> cancelled)
+    };
+    // Key facts only, in commit order; a key's first write decides.
+    std::map<std::tuple<std::uint32_t, std::uint64_t, absl::Time>, Record> records;
+    for (const LedgerFact& l : h_.facts->ledger()) {
+      if (l.commit == LedgerFact::kFromEvent || lost(h_, l.commit)) continue;
+      Record& rec = records[{l.job, l.incarnation, l.from}];
+      if (rec.first == nullptr) {
+        rec.first = &l;
+        out_.firsts.push_back(&l);
+      }
+      rec.last = &l;
+    }
+    for (const auto& [key, rec] : records)
+      if (names_.name(rec.last->outcome) != "manual")
+        out_.latest[{rec.last->job, rec.last->incarnation}].push_back(rec.last);
+  }
+
+  const History& h_;
+  PolicyFacts& out_;
+  const Interner& names_;
+  std::vector<Run> runs_;
+  std::map<JobKey, Open> open_;
+  std::map<std::uint32_t, Queue> ready_all_;                           // by shard
+  std::map<std::pair<std::uint32_t, std::int8_t>, Queue> ready_band_;  // by (shard, priority)
+};
+
 }  // namespace
 
 Replay replay_history(const History& h) {
   Replay r;
   replay_facts(h, r);
   r.controlled = controlled_jobs(h);
-  check_policies(h, r);
+  if (h.facts != nullptr && h.commits != nullptr) PolicyReplay(h, r.policy).run();
   return r;
 }
 

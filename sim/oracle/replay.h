@@ -8,7 +8,11 @@
 //     that commit, the job's highest token so far and the acknowledged cancel
 //     of its incarnation (RunStep);
 //   - the per-run summary after the last commit (Track), the workers granted
-//     each (job, token), and the jobs the client controlled.
+//     each (job, token), and the jobs the client controlled;
+//   - for the policy invariants (PolicyFacts), the run writes replayed per
+//     commit with each shard's ready runs by priority: every grant with the
+//     ready runs it was chosen over, every retry, each job's unfinished runs
+//     after each commit; and the ledger's deciding writes.
 // The invariants (sim/oracle/checker.cc, sim/oracle/policy_checks.cc) are
 // functions over these facts; they record findings through Findings, which
 // holds the per-invariant cap and refuses a name sim/oracle/invariant_names.h
@@ -92,6 +96,69 @@ struct RunStep {
   std::optional<absl::Time> cancel_acked;
 };
 
+using JobKey = std::pair<std::uint32_t, std::uint64_t>;  // (interned job id, incarnation)
+
+// What the policy invariants read (sim/oracle/policy_checks.cc): the run
+// facts replayed per commit with each shard's ready runs by priority, and the
+// ledger's deciding writes. Judged against the client's view of each job.
+struct PolicyFacts {
+  // The client's jobs and the occurrences its schedule makes certain (by
+  // nominal time), by (job, incarnation).
+  std::map<JobKey, const ClientJob*> jobs;
+  std::map<JobKey, std::vector<const Occurrence*>> expected;
+  const ClientJob* job(JobKey k) const {
+    auto it = jobs.find(k);
+    return it == jobs.end() ? nullptr : it->second;
+  }
+
+  // The first ready run of one priority band of a shard.
+  struct Band {
+    std::int32_t priority = 0;
+    std::int64_t first_us = 0;
+    std::uint32_t first = 0;  // interned run key
+  };
+  // A write that leases a run under a token it did not hold leased, with
+  // the run as it was before the commit.
+  struct Grant {
+    const RunFact* fact = nullptr;
+    std::int64_t t = 0;      // store time of the commit
+    bool was_ready = false;  // the run existed and was ready before the commit
+    std::int64_t ready_us = 0;
+    std::int32_t priority = 0;
+    std::uint32_t shard = 0;
+    // When was_ready: the shard's runs still ready after the commit took its
+    // own out -- the oldest of them, and the first of each band from the
+    // run's priority up (bands without ready runs left out).
+    bool has_oldest = false;
+    std::int64_t oldest_us = 0;
+    std::uint32_t oldest = 0;
+    std::int32_t oldest_priority = 0;
+    std::vector<Band> bands;  // by ascending priority
+  };
+  std::vector<Grant> grants;  // in commit order
+  // A leased run put back to ready after a failed or timed-out attempt.
+  struct Retry {
+    const RunFact* fact = nullptr;
+    std::int64_t t = 0;  // store time of the commit
+  };
+  std::vector<Retry> retries;  // in commit order
+  // A job's unfinished runs after a commit that wrote some of them.
+  struct Unfinished {
+    JobKey job;
+    std::uint64_t commit = 0;
+    std::int64_t t = 0;
+    std::int64_t active = 0;   // ready or leased
+    std::int64_t waiting = 0;  // queued behind a predecessor (overlap queue)
+  };
+  std::vector<Unfinished> unfinished;  // in commit order, then by job
+
+  // The ledger: each key's first (deciding) write, in commit order, from
+  // the key facts of commits that were not rolled back; and, per job, each
+  // key's latest write (not a manual run's), by first nominal.
+  std::vector<const LedgerFact*> firsts;
+  std::map<JobKey, std::vector<const LedgerFact*>> latest;
+};
+
 // The store facts replayed in commit order; what the invariants read.
 struct Replay {
   struct Track {
@@ -118,20 +185,25 @@ struct Replay {
   // Interned ids of the jobs the client paused, resumed or rescheduled
   // (controlled_jobs()).
   std::set<std::uint32_t> controlled;
-  // The policy invariants' findings by name (check_policies()).
-  std::map<std::string, std::vector<Violation>, std::less<>> policy_found;
+  PolicyFacts policy;
 };
 
 // Replays `h` once: the steps, the tracks, the grants, the controlled jobs
-// and the policy findings.
+// and the policy facts.
 Replay replay_history(const History& h);
 
 // One line describing a run fact, for evidence.
 std::string fact_text(const History& h, const RunFact& f);
 
-// The policy invariants of issue 6 (sim/oracle/policy_checks.cc): adds their
-// findings to `r.policy_found`.
-void check_policies(const History& h, Replay& r);
+// The policy invariants of issue 6 (sim/oracle/policy_checks.cc), rules over
+// Replay::policy.
+void ledger_one_outcome(const History& h, const Replay& r, Findings& out);
+void attempts_bounded(const History& h, const Replay& r, Findings& out);
+void retry_backoff(const History& h, const Replay& r, Findings& out);
+void overlap_respected(const History& h, const Replay& r, Findings& out);
+void catch_up_bounded(const History& h, const Replay& r, Findings& out);
+void misfire_threshold(const History& h, const Replay& r, Findings& out);
+void priority_order(const History& h, const Replay& r, Findings& out);
 // Interned ids of the jobs the client paused, resumed or rescheduled (from
 // its client.paused / client.resumed / client.rescheduled events).
 std::set<std::uint32_t> controlled_jobs(const History& h);
