@@ -7,6 +7,7 @@
 //   kairos-sim --compare-traces A B       name the first differing record
 //   kairos-sim --emit-scenario FILE ...   write the (first) run's scenario
 //   kairos-sim --list-bugs | --list-scenarios [--scenario-dir DIR] | --list-marks
+//   kairos-sim --list-invariants           every invariant: name and what must hold
 //   --stop-on-failure                     stop the batch at the first failing run
 //   --coverage                            print the coverage marks the batch hit
 //   --require-marks                       fail the batch if a required mark was never hit
@@ -29,6 +30,7 @@
 #include "core/base/absl_compat.h"
 #include "core/kernel/planted_bugs.h"
 #include "sim/oracle/determinism.h"
+#include "sim/oracle/invariant_names.h"
 #include "sim/scenario/scenario.h"
 #include "sim/world/cluster.h"
 #include "sim/world/fault_plan.h"
@@ -48,6 +50,7 @@ struct Options {
   std::string trace_file;
   std::vector<std::string> bugs;
   bool list_bugs = false, list_scenarios = false, check_determinism = false;
+  bool list_invariants = false;
   bool list_marks = false, stop_on_failure = false, coverage = false, require_marks = false;
   std::string emit_file;
   std::vector<std::string> compare;
@@ -65,6 +68,7 @@ constexpr const char* kUsage =
     "  --compare-traces A B    name the first differing record of two traces\n"
     "  --emit-scenario FILE    write the (first) run's scenario to FILE\n"
     "  --list-bugs | --list-scenarios [--scenario-dir DIR] | --list-marks\n"
+    "  --list-invariants       every invariant the checker judges, with its rule\n"
     "  --stop-on-failure       stop a batch at the first failing run\n"
     "  --coverage              print the coverage marks the batch hit\n"
     "  --require-marks         fail the batch if a required mark was never hit\n"
@@ -87,12 +91,12 @@ bool parse_u64(const std::string& s, std::uint64_t* out) { return absl::SimpleAt
 // Returns 0 on success, else the exit code.
 int parse_args(int argc, char** argv, Options& o) {
   const std::map<std::string, bool> takes_value = {
-      {"--scenario", true},       {"--seed", true},          {"--seeds", true},
-      {"--swarm", false},         {"--runs", true},          {"--trace", true},
-      {"--inject-bug", true},     {"--list-bugs", false},    {"--list-scenarios", false},
-      {"--emit-scenario", true},  {"--scenario-dir", true},  {"--check-determinism", false},
-      {"--compare-traces", true}, {"--list-marks", false},   {"--stop-on-failure", false},
-      {"--coverage", false},      {"--require-marks", false}};
+      {"--scenario", true},       {"--seed", true},           {"--seeds", true},
+      {"--swarm", false},         {"--runs", true},           {"--trace", true},
+      {"--inject-bug", true},     {"--list-bugs", false},     {"--list-scenarios", false},
+      {"--emit-scenario", true},  {"--scenario-dir", true},   {"--check-determinism", false},
+      {"--compare-traces", true}, {"--list-marks", false},    {"--stop-on-failure", false},
+      {"--coverage", false},      {"--require-marks", false}, {"--list-invariants", false}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     if (flag == "--help" || flag == "-h") {
@@ -142,6 +146,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.list_scenarios = true;
     else if (flag == "--list-marks")
       o.list_marks = true;
+    else if (flag == "--list-invariants")
+      o.list_invariants = true;
     else if (flag == "--stop-on-failure")
       o.stop_on_failure = true;
     else if (flag == "--coverage")
@@ -182,6 +188,12 @@ int main(int argc, char** argv) {
   if (o.list_marks) {
     for (auto name : kRequiredMarks)
       std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
+    return 0;
+  }
+  if (o.list_invariants) {
+    for (const InvariantInfo& i : kInvariants)
+      std::printf("%-28.*s %.*s\n", static_cast<int>(i.name.size()), i.name.data(),
+                  static_cast<int>(i.description.size()), i.description.data());
     return 0;
   }
   if (o.list_bugs) {

@@ -3,12 +3,14 @@
 // wrote, the store's final contents, node event logs, what the client was
 // told, fault windows), never from the code under test.
 //
-// Each invariant is a small class with a stable name (used by `ignore NAME`
-// in scenario files and in violation reports); docs/SIMULATION.md,
-// "Invariants", maps them to the numbering of issue 5 and states each bound.
-// The store facts are replayed once per check, in commit order, skipping
-// commits a store crash rolled back; the invariants that need the replay read
-// its findings.
+// Each invariant is a rule (a function) over the facts of one replay, under a
+// stable name from the one table sim/oracle/invariant_names.h (used by
+// `ignore NAME` in scenario files and in violation reports);
+// docs/SIMULATION.md, "Invariants", maps them to the numbering of issue 5 and
+// states each bound. The store facts are replayed once per check, in commit
+// order, skipping commits a store crash rolled back (sim/oracle/replay.h); the
+// replay tracks state and judges nothing, the rules judge and track nothing
+// beyond what their own rule needs.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "sim/oracle/history.h"
+#include "sim/oracle/invariant_names.h"
 
 namespace kairos::sim {
 
@@ -28,23 +31,31 @@ struct Violation {
   std::vector<std::string> evidence;  // the facts and events that led to it
 };
 
-struct Replay;  // the store-fact replay, shared by several invariants
+struct Replay;   // the store-fact replay (sim/oracle/replay.h), computed once per run
+class Findings;  // where an invariant records its violations (sim/oracle/replay.h)
 
+// One invariant: its entry in kInvariants (sim/oracle/invariant_names.h) and
+// the rule that judges the replay's facts.
 class Invariant {
  public:
-  virtual ~Invariant() = default;
-  virtual std::string_view name() const = 0;
+  using Rule = void (*)(const History& history, const Replay& replay, Findings& out);
+  Invariant(InvariantInfo info, Rule rule) : info_(info), rule_(rule) {}
+  std::string_view name() const { return info_.name; }
   // One line: what must hold, with its number in issue 5.
-  virtual std::string_view description() const = 0;
-  virtual void check(const History& history, const Replay& replay,
-                     std::vector<Violation>& out) const = 0;
+  std::string_view description() const { return info_.description; }
+  void check(const History& history, const Replay& replay, Findings& out) const {
+    rule_(history, replay, out);
+  }
+
+ private:
+  InvariantInfo info_;
+  Rule rule_;
 };
 
 class Checker {
  public:
-  // Every invariant of the simulator.
+  // Every invariant of the simulator, in kInvariants order.
   static Checker with_defaults();
-  void add(std::unique_ptr<Invariant> invariant);
 
   struct Report {
     std::vector<Violation> violations;
@@ -53,10 +64,10 @@ class Checker {
     bool ok() const { return violations.empty(); }
   };
   Report run(const History& history, const std::vector<std::string>& ignored) const;
-  const std::vector<std::unique_ptr<Invariant>>& invariants() const { return invariants_; }
+  const std::vector<Invariant>& invariants() const { return invariants_; }
 
  private:
-  std::vector<std::unique_ptr<Invariant>> invariants_;
+  std::vector<Invariant> invariants_;
 };
 
 }  // namespace kairos::sim

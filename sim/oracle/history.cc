@@ -3,6 +3,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
+#include "core/kernel/event_kinds.h"
 
 namespace kairos::sim {
 
@@ -23,17 +24,17 @@ std::uint32_t Interner::find(std::string_view s) const {
 std::string_view to_string(WriteFact::Kind kind) {
   switch (kind) {
     case WriteFact::Kind::kCompleted:
-      return "run.completed";
+      return event_kinds::kRunCompleted;
     case WriteFact::Kind::kRenewed:
-      return "run.renewed";
+      return event_kinds::kRunRenewed;
     case WriteFact::Kind::kReleased:
-      return "run.released";
+      return event_kinds::kRunReleased;
   }
   return "?";
 }
 
 void FactRecorder::observe_event(const Event& e, absl::Time at) {
-  if (e.kind == "ledger.recorded") {
+  if (e.kind == event_kinds::kLedgerRecorded) {
     const auto* job = e.find("job");
     const auto* inc = e.find("incarnation");
     const auto* from = e.find("nominal");
@@ -52,11 +53,11 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     return;
   }
   WriteFact w;
-  if (e.kind == "run.completed")
+  if (e.kind == event_kinds::kRunCompleted)
     w.kind = WriteFact::Kind::kCompleted;
-  else if (e.kind == "run.renewed")
+  else if (e.kind == event_kinds::kRunRenewed)
     w.kind = WriteFact::Kind::kRenewed;
-  else if (e.kind == "run.released")
+  else if (e.kind == event_kinds::kRunReleased)
     w.kind = WriteFact::Kind::kReleased;
   else
     return;

@@ -11,6 +11,8 @@
 //   priority-order       a claim serves due runs by the documented order
 // The per-job ground truth (policy, creation time) is the client's
 // (History::jobs); a job the client never saw acknowledged is not judged.
+// Each is a rule over the policy facts the replay recorded
+// (PolicyFacts, sim/oracle/replay.h); none tracks state but its own.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -19,14 +21,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
+#include "core/base/check.h"
 #include "core/kernel/policy.h"
+#include "sim/oracle/invariant_names.h"
 #include "sim/oracle/replay.h"
+#include "sim/scenario/client_events.h"
 
 namespace kairos::sim {
 
 namespace {
-
-using JobKey = std::pair<std::uint32_t, std::uint64_t>;  // (interned job id, incarnation)
 
 std::string dur(std::int64_t us) { return absl::FormatDuration(absl::Microseconds(us)); }
 
@@ -53,110 +56,124 @@ const char* misfire_name(MisfirePolicy m) {
   }
   return "?";
 }
+// A finding about job `job` (interned), optionally one run of it.
+void report(const History& h, Findings& out, std::uint32_t job, std::string run,
+            std::string detail) {
+  Violation v;
+  v.job = h.facts->strings().name(job);
+  v.run = std::move(run);
+  v.detail = std::move(detail);
+  out.add(std::move(v));
+}
 
-class PolicyChecks {
- public:
-  PolicyChecks(const History& h, Replay& r) : h_(h), r_(r), names_(h.facts->strings()) {
-    if (h.jobs != nullptr)
-      for (const ClientJob& j : *h.jobs) {
-        const std::uint32_t id = names_.find(j.id);
-        if (id != Interner::kNone) jobs_[{id, j.incarnation}] = &j;
-      }
-    if (h.expected != nullptr)
-      for (const Occurrence& o : *h.expected) {
-        const std::uint32_t id = names_.find(o.job);
-        if (id != Interner::kNone) expected_[{id, o.incarnation}].push_back(&o);
-      }
-    for (auto& [k, list] : expected_)
-      std::sort(list.begin(), list.end(),
-                [](const Occurrence* a, const Occurrence* b) { return a->nominal < b->nominal; });
-  }
+bool is(const Interner& names, const LedgerFact& l, std::string_view outcome) {
+  return names.name(l.outcome) == outcome;
+}
 
-  void run() {
-    check_runs();
-    check_ledger();
-  }
+std::int64_t lateness_us(const LedgerFact& l, const ClientJob& cj) {
+  const absl::Time from = std::max(l.fire_at, cj.created_at);
+  const std::int64_t d = l.store_us - absl::ToUnixMicros(from);
+  return d < 0 ? 0 : d;
+}
 
- private:
-  const ClientJob* job(JobKey k) const {
-    auto it = jobs_.find(k);
-    return it == jobs_.end() ? nullptr : it->second;
+// The deciding ledger writes one commit made for one job: one decision.
+// Calls fn(first, end) for each such group of PolicyFacts::firsts.
+template <typename Fn>
+void for_each_decision(const std::vector<const LedgerFact*>& firsts, Fn fn) {
+  for (std::size_t i = 0; i < firsts.size();) {
+    std::size_t e = i;
+    while (e < firsts.size() && firsts[e]->commit == firsts[i]->commit &&
+           firsts[e]->job == firsts[i]->job && firsts[e]->incarnation == firsts[i]->incarnation)
+      ++e;
+    fn(i, e);
+    i = e;
   }
-  void report(std::string_view invariant, std::uint32_t job, std::string run, std::string detail,
-              std::vector<std::string> evidence = {}) {
-    Violation v;
-    v.job = names_.name(job);
-    v.run = std::move(run);
-    v.detail = std::move(detail);
-    v.evidence = std::move(evidence);
-    r_.add(invariant, std::move(v));
-  }
+}
 
-  // --- Runs: attempts, retry delays, overlap, claim order ------------------
-  struct Run {
-    bool exists = false;
-    RunState state = RunState::kReady;
-    std::uint64_t token = 0;
-    std::int64_t ready_us = 0;
-    std::int8_t priority = 0;
-    std::uint32_t shard = 0;
-  };
-  using Queue = std::set<std::pair<std::int64_t, std::uint32_t>>;  // (ready_us, run)
+}  // namespace
 
-  void unready(std::uint32_t id) {
-    Run& run = runs_[id];
-    if (!run.exists || run.state != RunState::kReady) return;
-    ready_all_[run.shard].erase({run.ready_us, id});
-    ready_band_[{run.shard, run.priority}].erase({run.ready_us, id});
+// P2: no run is granted more often than its job allows.
+void attempts_bounded(const History& h, const Replay& r, Findings& out) {
+  const PolicyFacts& pf = r.policy;
+  for (const PolicyFacts::Grant& g : pf.grants) {
+    const RunFact& f = *g.fact;
+    const ClientJob* cj = pf.job({f.job, f.incarnation});
+    if (cj != nullptr && f.attempt > cj->policy.max_attempts)
+      report(h, out, f.job, h.facts->strings().name(f.run),
+             absl::StrCat("attempt ", f.attempt, " granted (token ", f.token, ", store commit #",
+                          f.commit, "); the job allows ", cj->policy.max_attempts));
   }
-  void enready(std::uint32_t id) {
-    Run& run = runs_[id];
-    ready_all_[run.shard].insert({run.ready_us, id});
-    ready_band_[{run.shard, run.priority}].insert({run.ready_us, id});
-  }
+}
 
-  // Claim order (docs/POLICIES.md, "Priority and the no-starvation rule"),
-  // per shard: runs ready for at least the starvation bound first, oldest
-  // first; then higher priority first, FIFO within a priority. A granted run
-  // `g` is in violation when a run still ready in its shard after the claim
-  // commit should have been served before it.
-  void check_claim_order(const RunFact& f, const Run& before, std::int64_t t) {
-    const std::int64_t bound = absl::ToInt64Microseconds(h_.starvation_bound);
-    const bool starving = before.ready_us <= t - bound;
-    const std::string key = names_.name(f.run);
-    auto it = ready_all_.find(before.shard);
-    if (it != ready_all_.end() && !it->second.empty()) {
-      const auto& [oldest_us, oldest] = *it->second.begin();
-      if (oldest_us <= t - bound && (!starving || oldest_us < before.ready_us)) {
-        report("priority-order", f.job, key,
-               absl::StrCat("claim at store time ", us_text(t), " granted ", key, " (priority ",
-                            before.priority, ", ready ", us_text(before.ready_us), ") while ",
-                            names_.name(oldest), " (priority ", runs_[oldest].priority,
-                            ") had been ready since ", us_text(oldest_us),
-                            ", past the starvation bound, in the same shard"));
-        return;
-      }
-    }
-    if (starving) return;
-    for (std::int32_t p = before.priority; p <= kMaxPriority; ++p) {
-      auto band = ready_band_.find({before.shard, static_cast<std::int8_t>(p)});
-      if (band == ready_band_.end() || band->second.empty()) continue;
-      const auto& [first_us, first] = *band->second.begin();
-      const bool precedes = p > before.priority ? first_us <= t : first_us < before.ready_us;
-      if (!precedes) continue;
-      report("priority-order", f.job, key,
+// P7: claim order (docs/POLICIES.md, "Priority and the no-starvation rule"),
+// per shard: runs ready for at least the starvation bound first, oldest
+// first; then higher priority first, FIFO within a priority. A granted run is
+// in violation when a run still ready in its shard after the claim commit
+// should have been served before it.
+void priority_order(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  const std::int64_t bound = absl::ToInt64Microseconds(h.starvation_bound);
+  for (const PolicyFacts::Grant& g : r.policy.grants) {
+    if (!g.was_ready) continue;
+    const RunFact& f = *g.fact;
+    const std::int64_t t = g.t;
+    const bool starving = g.ready_us <= t - bound;
+    const std::string key = names.name(f.run);
+    if (g.has_oldest && g.oldest_us <= t - bound && (!starving || g.oldest_us < g.ready_us)) {
+      report(h, out, f.job, key,
              absl::StrCat("claim at store time ", us_text(t), " granted ", key, " (priority ",
-                          before.priority, ", ready ", us_text(before.ready_us), ") before ",
-                          names_.name(first), " (priority ", p, ", ready ", us_text(first_us),
-                          ") of the same shard"));
-      return;
+                          g.priority, ", ready ", us_text(g.ready_us), ") while ",
+                          names.name(g.oldest), " (priority ", g.oldest_priority,
+                          ") had been ready since ", us_text(g.oldest_us),
+                          ", past the starvation bound, in the same shard"));
+      continue;
+    }
+    if (starving) continue;
+    for (const PolicyFacts::Band& b : g.bands) {
+      const bool precedes = b.priority > g.priority ? b.first_us <= t : b.first_us < g.ready_us;
+      if (!precedes) continue;
+      report(h, out, f.job, key,
+             absl::StrCat("claim at store time ", us_text(t), " granted ", key, " (priority ",
+                          g.priority, ", ready ", us_text(g.ready_us), ") before ",
+                          names.name(b.first), " (priority ", b.priority, ", ready ",
+                          us_text(b.first_us), ") of the same shard"));
+      break;
     }
   }
+}
 
-  void check_overlap(JobKey k, std::uint64_t commit, std::int64_t t) {
-    const ClientJob* cj = job(k);
-    if (cj == nullptr) return;
-    const Open& o = open_[k];
+// P3: a failed attempt's retry becomes ready within its backoff's bounds.
+void retry_backoff(const History& h, const Replay& r, Findings& out) {
+  const PolicyFacts& pf = r.policy;
+  for (const PolicyFacts::Retry& x : pf.retries) {
+    const RunFact& f = *x.fact;
+    const ClientJob* cj = pf.job({f.job, f.incarnation});
+    if (cj == nullptr) continue;
+    const std::int64_t t = x.t;
+    const std::uint32_t failed = f.attempt - 1;
+    const std::int64_t delay = f.ready_us - t;
+    const std::int64_t lo = absl::ToInt64Microseconds(retry_lower_bound(cj->policy, failed));
+    const std::int64_t hi = absl::ToInt64Microseconds(retry_base_delay(cj->policy, failed));
+    if (delay < lo || delay > hi)
+      report(h, out, f.job, h.facts->strings().name(f.run),
+             absl::StrCat("attempt ", failed, " failed at store time ", us_text(t),
+                          "; the retry is ready after ", dur(delay), ", outside [", dur(lo), ", ",
+                          dur(hi), "] (initial ", absl::FormatDuration(cj->policy.retry_initial),
+                          ", x", cj->policy.retry_multiplier_percent, "%, max ",
+                          absl::FormatDuration(cj->policy.retry_max), ", jitter ",
+                          cj->policy.retry_jitter_percent, "%)"));
+  }
+}
+
+// P4: a job's unfinished runs stay within its overlap policy (reported once
+// per job).
+void overlap_respected(const History& h, const Replay& r, Findings& out) {
+  const PolicyFacts& pf = r.policy;
+  std::set<JobKey> reported;
+  for (const PolicyFacts::Unfinished& o : pf.unfinished) {
+    const ClientJob* cj = pf.job(o.job);
+    if (cj == nullptr) continue;
     const JobPolicy& p = cj->policy;
     bool ok = true;
     switch (p.overlap) {
@@ -170,278 +187,169 @@ class PolicyChecks {
         ok = o.active <= p.max_concurrent && o.waiting == 0;
         break;
     }
-    if (ok || !reported_overlap_.insert(k).second) return;
-    report("overlap-respected", k.first, "",
-           absl::StrCat("after store commit #", commit, " (store time ", us_text(t),
-                        ") incarnation ", k.second, " has ", o.active, " active and ", o.waiting,
-                        " waiting unfinished runs; overlap ", overlap_name(p.overlap),
+    if (ok || !reported.insert(o.job).second) continue;
+    report(h, out, o.job.first, "",
+           absl::StrCat("after store commit #", o.commit, " (store time ", us_text(o.t),
+                        ") incarnation ", o.job.second, " has ", o.active, " active and ",
+                        o.waiting, " waiting unfinished runs; overlap ", overlap_name(p.overlap),
                         p.overlap == OverlapPolicy::kAllow
                             ? absl::StrCat(" allows ", p.max_concurrent, " active, none waiting")
                         : p.overlap == OverlapPolicy::kQueue
                             ? std::string(" allows 1 active and 1 waiting")
                             : std::string(" allows 1 unfinished")));
   }
+}
 
-  void check_runs() {
-    runs_.assign(names_.size(), Run{});
-    const auto& facts = h_.facts->runs();
-    for (std::size_t i = 0; i < facts.size();) {
-      std::size_t e = i;
-      while (e < facts.size() && facts[e].commit == facts[i].commit) ++e;
-      if (lost(h_, facts[i].commit)) {
-        i = e;
-        continue;
+// P1: exactly one outcome: no two ledger records cover one occurrence, and
+// every occurrence the client's schedule makes certain is covered.
+void ledger_one_outcome(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  const PolicyFacts& pf = r.policy;
+  for (const auto& [k, list] : pf.latest) {  // sorted by first nominal (map order)
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      if (list[i]->from > list[i - 1]->through) continue;
+      report(h, out, k.first, "",
+             absl::StrCat("occurrence ", time_text(list[i]->from), " has two ledger records: ",
+                          names.name(list[i - 1]->outcome), " ", time_text(list[i - 1]->from), "..",
+                          time_text(list[i - 1]->through), " (commit #", list[i - 1]->commit,
+                          ") and ", names.name(list[i]->outcome), " ", time_text(list[i]->from),
+                          "..", time_text(list[i]->through), " (commit #", list[i]->commit, ")"));
+      break;
+    }
+  }
+  for (const auto& [k, occurrences] : pf.expected) {
+    auto it = pf.latest.find(k);
+    for (const Occurrence* o : occurrences) {
+      bool covered = false;
+      if (it != pf.latest.end()) {
+        const auto& list = it->second;
+        auto after =
+            std::upper_bound(list.begin(), list.end(), o->nominal,
+                             [](absl::Time t, const LedgerFact* l) { return t < l->from; });
+        covered = after != list.begin() && o->nominal <= (*(after - 1))->through;
       }
-      const std::int64_t t = facts[i].store_us;
-      // The claim order is judged against the runs the commit left ready.
-      for (std::size_t k = i; k < e; ++k) unready(facts[k].run);
-      for (std::size_t k = i; k < e; ++k) {
-        const RunFact& f = facts[k];
-        const Run& before = runs_[f.run];
-        const bool grant =
-            f.state == RunState::kLeased &&
-            (!before.exists || before.state != RunState::kLeased || before.token != f.token);
-        if (!grant) continue;
-        const ClientJob* cj = job({f.job, f.incarnation});
-        if (cj != nullptr && f.attempt > cj->policy.max_attempts)
-          report(
-              "attempts-bounded", f.job, names_.name(f.run),
-              absl::StrCat("attempt ", f.attempt, " granted (token ", f.token, ", store commit #",
-                           f.commit, "); the job allows ", cj->policy.max_attempts));
-        if (before.exists && before.state == RunState::kReady) check_claim_order(f, before, t);
-      }
-      std::set<JobKey> touched;
-      for (std::size_t k = i; k < e; ++k) {
-        const RunFact& f = facts[k];
-        Run& run = runs_[f.run];
-        const JobKey jk{f.job, f.incarnation};
-        const ClientJob* cj = job(jk);
-        // A retryable failure or timeout re-queues the run after its backoff.
-        if (cj != nullptr && run.exists && run.state == RunState::kLeased &&
-            f.state == RunState::kReady &&
-            (f.last_end == AttemptEnd::kFailed || f.last_end == AttemptEnd::kTimedOut) &&
-            f.attempt >= 2) {
-          const std::uint32_t failed = f.attempt - 1;
-          const std::int64_t delay = f.ready_us - t;
-          const std::int64_t lo = absl::ToInt64Microseconds(retry_lower_bound(cj->policy, failed));
-          const std::int64_t hi = absl::ToInt64Microseconds(retry_base_delay(cj->policy, failed));
-          if (delay < lo || delay > hi)
-            report("retry-backoff", f.job, names_.name(f.run),
-                   absl::StrCat("attempt ", failed, " failed at store time ", us_text(t),
-                                "; the retry is ready after ", dur(delay), ", outside [", dur(lo),
-                                ", ", dur(hi), "] (initial ",
-                                absl::FormatDuration(cj->policy.retry_initial), ", x",
-                                cj->policy.retry_multiplier_percent, "%, max ",
-                                absl::FormatDuration(cj->policy.retry_max), ", jitter ",
-                                cj->policy.retry_jitter_percent, "%)"));
+      if (covered) continue;
+      report(h, out, k.first, "",
+             absl::StrCat("occurrence ", time_text(o->nominal), " (due ", time_text(o->due),
+                          ", incarnation ", k.second, ") has no ledger record"));
+      break;  // one per job is enough to act on
+    }
+  }
+}
+
+// P6: each decision's outcome matches the misfire threshold and the policy.
+void misfire_threshold(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  const PolicyFacts& pf = r.policy;
+  for_each_decision(pf.firsts, [&](std::size_t i, std::size_t e) {
+    const ClientJob* cj = pf.job({pf.firsts[i]->job, pf.firsts[i]->incarnation});
+    if (cj == nullptr) return;
+    const JobPolicy& p = cj->policy;
+    const std::int64_t threshold = absl::ToInt64Microseconds(p.misfire_threshold);
+    for (std::size_t j = i; j < e; ++j) {
+      const LedgerFact& l = *pf.firsts[j];
+      auto is_ = [&](std::string_view outcome) { return is(names, l, outcome); };
+      if (is_("manual") || is_("cancelled")) continue;
+      const std::int64_t late = lateness_us(l, *cj);
+      const std::string what =
+          absl::StrCat("ledger record ", names.name(l.outcome), " ", time_text(l.from), " (fire ",
+                       time_text(l.fire_at), ", store commit #", l.commit, ")");
+      if ((is_("fired") || is_("moved_dst")) && late > threshold)
+        report(
+            h, out, l.job, "",
+            absl::StrCat(what, " decided ", dur(late), " after its fire time: past the threshold ",
+                         dur(threshold), ", so not on time"));
+      if (is_("late") && late <= threshold)
+        report(h, out, l.job, "",
+               absl::StrCat(what, " decided ", dur(late),
+                            " after its fire time: within the threshold ", dur(threshold),
+                            ", so not late"));
+      const bool wrong_policy =
+          (p.misfire == MisfirePolicy::kSkip && (is_("late") || is_("coalesced"))) ||
+          (p.misfire == MisfirePolicy::kCatchUp && is_("coalesced")) ||
+          (p.misfire == MisfirePolicy::kRunOnce && is_("skipped_misfire"));
+      if (wrong_policy)
+        report(h, out, l.job, "",
+               absl::StrCat(what, " under misfire policy ", misfire_name(p.misfire)));
+      if (p.misfire == MisfirePolicy::kSkip && is_("skipped_misfire") && late <= threshold)
+        report(h, out, l.job, "",
+               absl::StrCat(what, " skipped although only ", dur(late), " late (threshold ",
+                            dur(threshold), ")"));
+    }
+  });
+}
+
+// P5: catch-up starts at most one late run per spacing within a backlog, and
+// after a catch-up decision about a misfired occurrence at most catch_up_max
+// due occurrences remain undecided (the kept backlog).
+void catch_up_bounded(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  const PolicyFacts& pf = r.policy;
+  // Ranges decided so far per job (first nominal -> last), for the backlog
+  // count, and the store time of each job's latest late run.
+  std::map<JobKey, std::map<absl::Time, absl::Time>> covered;
+  std::map<JobKey, std::int64_t> last_late_us;
+  for_each_decision(pf.firsts, [&](std::size_t i, std::size_t e) {
+    const JobKey k{pf.firsts[i]->job, pf.firsts[i]->incarnation};
+    for (std::size_t j = i; j < e; ++j) covered[k][pf.firsts[j]->from] = pf.firsts[j]->through;
+    const ClientJob* cj = pf.job(k);
+    if (cj == nullptr) return;
+    const JobPolicy& p = cj->policy;
+    const std::int64_t threshold = absl::ToInt64Microseconds(p.misfire_threshold);
+    const LedgerFact* earliest = nullptr;
+    for (std::size_t j = i; j < e; ++j) {
+      const LedgerFact& l = *pf.firsts[j];
+      if (is(names, l, "manual") || is(names, l, "cancelled")) continue;
+      if (earliest == nullptr || l.from < earliest->from) earliest = &l;
+      if (p.misfire != MisfirePolicy::kCatchUp || !is(names, l, "late")) continue;
+      // Rate: one late run per spacing (or per threshold, the least time
+      // between two backlogs), within one backlog.
+      const std::string what =
+          absl::StrCat("ledger record ", names.name(l.outcome), " ", time_text(l.from), " (fire ",
+                       time_text(l.fire_at), ", store commit #", l.commit, ")");
+      const std::int64_t spacing =
+          std::min(absl::ToInt64Microseconds(p.catch_up_spacing), threshold);
+      auto prev = last_late_us.find(k);
+      if (prev != last_late_us.end() && l.store_us - prev->second < spacing &&
+          r.controlled.count(k.first) == 0)
+        report(h, out, l.job, "",
+               absl::StrCat(what, ": a late run only ", dur(l.store_us - prev->second),
+                            " after the previous one (spacing ",
+                            absl::FormatDuration(p.catch_up_spacing), ")"));
+      last_late_us[k] = l.store_us;
+    }
+    if (p.misfire == MisfirePolicy::kCatchUp && earliest != nullptr &&
+        lateness_us(*earliest, *cj) > threshold) {
+      const std::int64_t t = earliest->store_us;
+      std::uint64_t undecided = 0;
+      auto occ = pf.expected.find(k);
+      const auto& ranges = covered[k];
+      if (occ != pf.expected.end())
+        for (const Occurrence* o : occ->second) {
+          if (absl::ToUnixMicros(o->due) > t) break;
+          auto rg = ranges.upper_bound(o->nominal);
+          const bool decided = rg != ranges.begin() && o->nominal <= std::prev(rg)->second;
+          if (!decided) ++undecided;
         }
-        auto count = [&](RunState s, int delta) {
-          Open& o = open_[jk];
-          if (s == RunState::kReady || s == RunState::kLeased)
-            o.active += delta;
-          else if (s == RunState::kWaiting)
-            o.waiting += delta;
-        };
-        if (run.exists) count(run.state, -1);
-        count(f.state, +1);
-        touched.insert(jk);
-        unready(f.run);
-        run.exists = true;
-        run.state = f.state;
-        run.token = std::max(run.token, f.token);
-        run.ready_us = f.ready_us;
-        run.priority = f.priority;
-        run.shard = f.shard;
-        if (f.state == RunState::kReady) enready(f.run);
-      }
-      for (const JobKey& jk : touched) check_overlap(jk, facts[i].commit, t);
-      i = e;
+      if (undecided > p.catch_up_max && undecided <= 2000)
+        report(h, out, k.first, "",
+               absl::StrCat("after the catch-up decision at store time ", us_text(t), " (commit #",
+                            earliest->commit, ") ", undecided,
+                            " due occurrences remain to run; the bound is ", p.catch_up_max));
     }
-  }
-
-  // --- Ledger: one outcome, misfire decisions, catch-up ---------------------
-  struct Record {
-    const LedgerFact* first = nullptr;  // the deciding write
-    const LedgerFact* last = nullptr;   // the latest (e.g. fired -> cancelled)
-  };
-
-  bool is(const LedgerFact& l, std::string_view outcome) const {
-    return names_.name(l.outcome) == outcome;
-  }
-
-  std::int64_t lateness_us(const LedgerFact& l, const ClientJob& cj) const {
-    const absl::Time from = std::max(l.fire_at, cj.created_at);
-    const std::int64_t d = l.store_us - absl::ToUnixMicros(from);
-    return d < 0 ? 0 : d;
-  }
-
-  void check_ledger() {
-    // Key facts only, in commit order; a key's first write decides.
-    std::map<std::tuple<std::uint32_t, std::uint64_t, absl::Time>, Record> records;
-    std::vector<const LedgerFact*> firsts;
-    for (const LedgerFact& l : h_.facts->ledger()) {
-      if (l.commit == LedgerFact::kFromEvent || lost(h_, l.commit)) continue;
-      Record& rec = records[{l.job, l.incarnation, l.from}];
-      if (rec.first == nullptr) {
-        rec.first = &l;
-        firsts.push_back(&l);
-      }
-      rec.last = &l;
-    }
-    // Exactly one outcome: no two records cover one occurrence, and every
-    // occurrence the client's schedule makes certain is covered.
-    std::map<JobKey, std::vector<const LedgerFact*>> by_job;
-    for (const auto& [key, rec] : records)
-      if (!is(*rec.last, "manual"))
-        by_job[{rec.last->job, rec.last->incarnation}].push_back(rec.last);
-    for (const auto& [k, list] : by_job) {  // sorted by first nominal (map order)
-      for (std::size_t i = 1; i < list.size(); ++i) {
-        if (list[i]->from > list[i - 1]->through) continue;
-        report("ledger-one-outcome", k.first, "",
-               absl::StrCat("occurrence ", time_text(list[i]->from),
-                            " has two ledger records: ", names_.name(list[i - 1]->outcome), " ",
-                            time_text(list[i - 1]->from), "..", time_text(list[i - 1]->through),
-                            " (commit #", list[i - 1]->commit, ") and ",
-                            names_.name(list[i]->outcome), " ", time_text(list[i]->from), "..",
-                            time_text(list[i]->through), " (commit #", list[i]->commit, ")"));
-        break;
-      }
-    }
-    for (const auto& [k, occurrences] : expected_) {
-      auto it = by_job.find(k);
-      for (const Occurrence* o : occurrences) {
-        bool covered = false;
-        if (it != by_job.end()) {
-          const auto& list = it->second;
-          auto after =
-              std::upper_bound(list.begin(), list.end(), o->nominal,
-                               [](absl::Time t, const LedgerFact* l) { return t < l->from; });
-          covered = after != list.begin() && o->nominal <= (*(after - 1))->through;
-        }
-        if (covered) continue;
-        report("ledger-one-outcome", k.first, "",
-               absl::StrCat("occurrence ", time_text(o->nominal), " (due ", time_text(o->due),
-                            ", incarnation ", k.second, ") has no ledger record"));
-        break;  // one per job is enough to act on
-      }
-    }
-    check_decisions(firsts);
-  }
-
-  void check_decisions(const std::vector<const LedgerFact*>& firsts) {
-    // Ranges decided so far per job (first nominal -> last), for the
-    // catch-up backlog count.
-    std::map<JobKey, std::map<absl::Time, absl::Time>> covered;
-    std::map<JobKey, std::int64_t> last_late_us;
-    for (std::size_t i = 0; i < firsts.size();) {
-      // The records one commit wrote for one job form one decision.
-      std::size_t e = i;
-      while (e < firsts.size() && firsts[e]->commit == firsts[i]->commit &&
-             firsts[e]->job == firsts[i]->job && firsts[e]->incarnation == firsts[i]->incarnation)
-        ++e;
-      const JobKey k{firsts[i]->job, firsts[i]->incarnation};
-      for (std::size_t j = i; j < e; ++j) covered[k][firsts[j]->from] = firsts[j]->through;
-      const ClientJob* cj = job(k);
-      if (cj == nullptr) {
-        i = e;
-        continue;
-      }
-      const JobPolicy& p = cj->policy;
-      const std::int64_t threshold = absl::ToInt64Microseconds(p.misfire_threshold);
-      const LedgerFact* earliest = nullptr;
-      for (std::size_t j = i; j < e; ++j) {
-        const LedgerFact& l = *firsts[j];
-        if (is(l, "manual") || is(l, "cancelled")) continue;
-        if (earliest == nullptr || l.from < earliest->from) earliest = &l;
-        const std::int64_t late = lateness_us(l, *cj);
-        const std::string what =
-            absl::StrCat("ledger record ", names_.name(l.outcome), " ", time_text(l.from),
-                         " (fire ", time_text(l.fire_at), ", store commit #", l.commit, ")");
-        if ((is(l, "fired") || is(l, "moved_dst")) && late > threshold)
-          report("misfire-threshold", l.job, "",
-                 absl::StrCat(what, " decided ", dur(late),
-                              " after its fire time: past the threshold ", dur(threshold),
-                              ", so not on time"));
-        if (is(l, "late") && late <= threshold)
-          report("misfire-threshold", l.job, "",
-                 absl::StrCat(what, " decided ", dur(late),
-                              " after its fire time: within the threshold ", dur(threshold),
-                              ", so not late"));
-        const bool wrong_policy =
-            (p.misfire == MisfirePolicy::kSkip && (is(l, "late") || is(l, "coalesced"))) ||
-            (p.misfire == MisfirePolicy::kCatchUp && is(l, "coalesced")) ||
-            (p.misfire == MisfirePolicy::kRunOnce && is(l, "skipped_misfire"));
-        if (wrong_policy)
-          report("misfire-threshold", l.job, "",
-                 absl::StrCat(what, " under misfire policy ", misfire_name(p.misfire)));
-        if (p.misfire == MisfirePolicy::kSkip && is(l, "skipped_misfire") && late <= threshold)
-          report("misfire-threshold", l.job, "",
-                 absl::StrCat(what, " skipped although only ", dur(late), " late (threshold ",
-                              dur(threshold), ")"));
-        if (p.misfire == MisfirePolicy::kCatchUp && is(l, "late")) {
-          // Rate: one late run per spacing (or per threshold, the least time
-          // between two backlogs), within one backlog.
-          const std::int64_t spacing =
-              std::min(absl::ToInt64Microseconds(p.catch_up_spacing), threshold);
-          auto prev = last_late_us.find(k);
-          if (prev != last_late_us.end() && l.store_us - prev->second < spacing &&
-              r_.controlled.count(k.first) == 0)
-            report("catch-up-bounded", l.job, "",
-                   absl::StrCat(what, ": a late run only ", dur(l.store_us - prev->second),
-                                " after the previous one (spacing ",
-                                absl::FormatDuration(p.catch_up_spacing), ")"));
-          last_late_us[k] = l.store_us;
-        }
-      }
-      // Bound: after a catch-up decision about a misfired occurrence, at most
-      // catch_up_max due occurrences remain undecided (the kept backlog).
-      if (p.misfire == MisfirePolicy::kCatchUp && earliest != nullptr &&
-          lateness_us(*earliest, *cj) > threshold) {
-        const std::int64_t t = earliest->store_us;
-        std::uint64_t undecided = 0;
-        auto occ = expected_.find(k);
-        const auto& ranges = covered[k];
-        if (occ != expected_.end())
-          for (const Occurrence* o : occ->second) {
-            if (absl::ToUnixMicros(o->due) > t) break;
-            auto r = ranges.upper_bound(o->nominal);
-            const bool decided = r != ranges.begin() && o->nominal <= std::prev(r)->second;
-            if (!decided) ++undecided;
-          }
-        if (undecided > p.catch_up_max && undecided <= 2000)
-          report("catch-up-bounded", k.first, "",
-                 absl::StrCat("after the catch-up decision at store time ", us_text(t),
-                              " (commit #", earliest->commit, ") ", undecided,
-                              " due occurrences remain to run; the bound is ", p.catch_up_max));
-      }
-      i = e;
-    }
-  }
-
-  const History& h_;
-  Replay& r_;
-  const Interner& names_;
-  std::map<JobKey, const ClientJob*> jobs_;
-  std::map<JobKey, std::vector<const Occurrence*>> expected_;
-  std::vector<Run> runs_;
-  struct Open {
-    std::int64_t active = 0;
-    std::int64_t waiting = 0;
-  };
-  std::map<JobKey, Open> open_;
-  std::set<JobKey> reported_overlap_;
-  std::map<std::uint32_t, Queue> ready_all_;                           // by shard
-  std::map<std::pair<std::uint32_t, std::int8_t>, Queue> ready_band_;  // by (shard, priority)
-};
-
-}  // namespace
+  });
+}
 
 std::set<std::uint32_t> controlled_jobs(const History& h) {
   std::set<std::uint32_t> out;
   if (h.events == nullptr || h.facts == nullptr) return out;
   for (const NodeEvent& e : *h.events) {
-    if (e.event.kind != "client.paused" && e.event.kind != "client.resumed" &&
-        e.event.kind != "client.rescheduled")
+    const std::string_view kind = e.event.kind;
+    if (kind != client_events::kPaused && kind != client_events::kResumed &&
+        kind != client_events::kRescheduled)
       continue;
     const auto* job = e.event.find("job");
     if (job == nullptr || std::get_if<std::string>(job) == nullptr) continue;
@@ -449,11 +357,6 @@ std::set<std::uint32_t> controlled_jobs(const History& h) {
     if (id != Interner::kNone) out.insert(id);
   }
   return out;
-}
-
-void check_policies(const History& h, Replay& r) {
-  if (h.facts == nullptr || h.commits == nullptr) return;
-  PolicyChecks(h, r).run();
 }
 
 absl::Duration done_bound(const Bounds& b, const ClientJob& j) {

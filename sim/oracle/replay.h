@@ -1,7 +1,22 @@
 // Replay: the store facts of a history (sim/oracle/history.h) replayed once in
-// commit order, skipping commits a store crash rolled back; several
-// invariants read what it found. Internal to the checker (sim/oracle/checker.cc,
-// sim/oracle/policy_checks.cc).
+// commit order, skipping commits a store crash rolled back. The replay only
+// tracks state and records what it saw; it judges nothing. What it computes:
+//   - every applied leader-record write, with the record it replaced
+//     (LeaderStep);
+//   - every applied run-record write, with the run's state just before it,
+//     whether it created or granted the run, the shard's leader record at
+//     that commit, the job's highest token so far and the acknowledged cancel
+//     of its incarnation (RunStep);
+//   - the per-run summary after the last commit (Track), the workers granted
+//     each (job, token), and the jobs the client controlled;
+//   - for the policy invariants (PolicyFacts), the run writes replayed per
+//     commit with each shard's ready runs by priority: every grant with the
+//     ready runs it was chosen over, every retry, each job's unfinished runs
+//     after each commit; and the ledger's deciding writes.
+// The invariants (sim/oracle/checker.cc, sim/oracle/policy_checks.cc) are
+// functions over these facts; they record findings through Findings, which
+// holds the per-invariant cap and refuses a name sim/oracle/invariant_names.h
+// does not register. Internal to the checker.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +45,121 @@ inline bool lost(const History& h, std::uint64_t commit) {
   return (*h.commits)[commit].state == StoreCommit::State::kLost;
 }
 
-// The store facts replayed in commit order; what several invariants read.
+// The findings of one invariant: at most kMaxPerInvariant, each stamped with
+// the invariant's name. Constructing one for a name that is not registered
+// (is_registered_invariant) is a bug and aborts.
+class Findings {
+ public:
+  Findings(std::string_view invariant, std::vector<Violation>& out);
+  std::string_view invariant() const { return invariant_; }
+  // False once the cap is reached (further add()s are dropped).
+  bool open() const { return added_ < kMaxPerInvariant; }
+  void add(Violation v);
+
+ private:
+  std::string_view invariant_;
+  std::vector<Violation>& out_;
+  std::size_t added_ = 0;
+};
+
+// A shard's leader record as the replay last saw it.
+struct LeaderView {
+  std::uint32_t holder = Interner::kNone;  // kNone: no record yet
+  std::uint64_t epoch = 0;
+  std::int64_t expiry_us = 0;
+  bool known() const { return holder != Interner::kNone; }
+};
+
+// One applied leader-record write and the record it replaced.
+struct LeaderStep {
+  const LeaderFact* fact = nullptr;
+  LeaderView before;
+};
+
+// One applied run-record write and what the replay knew just before it.
+struct RunStep {
+  const RunFact* fact = nullptr;
+  const StoreCommit* commit = nullptr;
+  bool created = false;  // the first write of this run
+  // A grant: the write leases the run under a token it did not hold leased.
+  bool grant = false;
+  // The run before this write (meaningless when created).
+  RunState before_state = RunState::kReady;
+  std::uint64_t before_token = 0;  // highest token so far
+  std::int64_t before_lease_expiry_us = 0;
+  // The shard's leader record at this commit (!known(): none yet).
+  LeaderView leader;
+  // The job's highest granted token before this write (grants only).
+  std::uint64_t job_max_token = 0;
+  // When the client saw the cancel of this run's (job, incarnation)
+  // acknowledged, if it did.
+  std::optional<absl::Time> cancel_acked;
+};
+
+using JobKey = std::pair<std::uint32_t, std::uint64_t>;  // (interned job id, incarnation)
+
+// What the policy invariants read (sim/oracle/policy_checks.cc): the run
+// facts replayed per commit with each shard's ready runs by priority, and the
+// ledger's deciding writes. Judged against the client's view of each job.
+struct PolicyFacts {
+  // The client's jobs and the occurrences its schedule makes certain (by
+  // nominal time), by (job, incarnation).
+  std::map<JobKey, const ClientJob*> jobs;
+  std::map<JobKey, std::vector<const Occurrence*>> expected;
+  const ClientJob* job(JobKey k) const {
+    auto it = jobs.find(k);
+    return it == jobs.end() ? nullptr : it->second;
+  }
+
+  // The first ready run of one priority band of a shard.
+  struct Band {
+    std::int32_t priority = 0;
+    std::int64_t first_us = 0;
+    std::uint32_t first = 0;  // interned run key
+  };
+  // A write that leases a run under a token it did not hold leased, with
+  // the run as it was before the commit.
+  struct Grant {
+    const RunFact* fact = nullptr;
+    std::int64_t t = 0;      // store time of the commit
+    bool was_ready = false;  // the run existed and was ready before the commit
+    std::int64_t ready_us = 0;
+    std::int32_t priority = 0;
+    std::uint32_t shard = 0;
+    // When was_ready: the shard's runs still ready after the commit took its
+    // own out -- the oldest of them, and the first of each band from the
+    // run's priority up (bands without ready runs left out).
+    bool has_oldest = false;
+    std::int64_t oldest_us = 0;
+    std::uint32_t oldest = 0;
+    std::int32_t oldest_priority = 0;
+    std::vector<Band> bands;  // by ascending priority
+  };
+  std::vector<Grant> grants;  // in commit order
+  // A leased run put back to ready after a failed or timed-out attempt.
+  struct Retry {
+    const RunFact* fact = nullptr;
+    std::int64_t t = 0;  // store time of the commit
+  };
+  std::vector<Retry> retries;  // in commit order
+  // A job's unfinished runs after a commit that wrote some of them.
+  struct Unfinished {
+    JobKey job;
+    std::uint64_t commit = 0;
+    std::int64_t t = 0;
+    std::int64_t active = 0;   // ready or leased
+    std::int64_t waiting = 0;  // queued behind a predecessor (overlap queue)
+  };
+  std::vector<Unfinished> unfinished;  // in commit order, then by job
+
+  // The ledger: each key's first (deciding) write, in commit order, from
+  // the key facts of commits that were not rolled back; and, per job, each
+  // key's latest write (not a manual run's), by first nominal.
+  std::vector<const LedgerFact*> firsts;
+  std::map<JobKey, std::vector<const LedgerFact*>> latest;
+};
+
+// The store facts replayed in commit order; what the invariants read.
 struct Replay {
   struct Track {
     bool exists = false;
@@ -47,29 +176,36 @@ struct Replay {
     std::int64_t created_us = 0;            // store time of the creating commit
     bool created_waiting = false;           // created kWaiting (overlap queue)
   };
-  std::vector<Track> runs;  // by interned run key (ids are dense and deterministic)
+  // Empty when the history has no store facts.
+  std::vector<LeaderStep> leader_steps;  // in commit order
+  std::vector<RunStep> run_steps;        // in commit order
+  std::vector<Track> runs;  // after the last commit, by interned run key (dense, deterministic)
   // (job, token) -> workers granted that token.
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::uint32_t>> grants;
   // Interned ids of the jobs the client paused, resumed or rescheduled
-  // (controlled_jobs()); set once by Checker::run.
+  // (controlled_jobs()).
   std::set<std::uint32_t> controlled;
-  // Findings by invariant name.
-  std::map<std::string, std::vector<Violation>, std::less<>> found;
-
-  void add(std::string_view invariant, Violation v) {
-    auto& list = found[std::string(invariant)];
-    if (list.size() < kMaxPerInvariant) {
-      v.invariant = std::string(invariant);
-      list.push_back(std::move(v));
-    }
-  }
+  PolicyFacts policy;
 };
 
-// The policy invariants of issue 6 (sim/oracle/policy_checks.cc): adds their
-// findings to `r.found`.
-void check_policies(const History& h, Replay& r);
+// Replays `h` once: the steps, the tracks, the grants, the controlled jobs
+// and the policy facts.
+Replay replay_history(const History& h);
+
+// One line describing a run fact, for evidence.
+std::string fact_text(const History& h, const RunFact& f);
+
+// The policy invariants of issue 6 (sim/oracle/policy_checks.cc), rules over
+// Replay::policy.
+void ledger_one_outcome(const History& h, const Replay& r, Findings& out);
+void attempts_bounded(const History& h, const Replay& r, Findings& out);
+void retry_backoff(const History& h, const Replay& r, Findings& out);
+void overlap_respected(const History& h, const Replay& r, Findings& out);
+void catch_up_bounded(const History& h, const Replay& r, Findings& out);
+void misfire_threshold(const History& h, const Replay& r, Findings& out);
+void priority_order(const History& h, const Replay& r, Findings& out);
 // Interned ids of the jobs the client paused, resumed or rescheduled (from
-// its "client.paused" / "client.resumed" / "client.rescheduled" events).
+// its client.paused / client.resumed / client.rescheduled events).
 std::set<std::uint32_t> controlled_jobs(const History& h);
 // The completion bound of one job's occurrences (its attempts, backoffs and
 // overlap policy on top of the scenario's Bounds).

@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.h"
 
+#include <array>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -446,315 +447,230 @@ bool valid_selector(std::string_view s, const Topology& t) {
   return indexed("scheduler-", t.schedulers) || indexed("worker-", t.workers);
 }
 
-absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view filename) {
-  Parser parser(filename);
-  Scenario s;
-  std::set<std::string> seen_once;
+namespace {
+
+// What a directive's parse reads and writes: its line, the scenario so far,
+// and what parse_scenario() checks once the whole file is read.
+struct ParseState {
+  const Parser& parser;
+  const Line& line;
+  const std::string& d;  // the keyword
+  Scenario& s;
   // Selectors are checked against the final topology, so remember their lines.
-  std::vector<std::pair<int, std::string>> selectors;
+  std::vector<std::pair<int, std::string>>& selectors;
   // Job and control lines are checked against the whole file at the end.
-  std::vector<int> job_lines, control_lines;
-  int number = 0;
-  for (absl::string_view raw : absl::StrSplit(absl_sv(text), '\n')) {
-    ++number;
-    KAIROS_ASSIGN_OR_RETURN(Line line, parser.split(number, std_sv(raw)));
-    if (line.words.empty()) continue;
-    const std::string& d = line.words[0];
-    auto once = [&]() -> absl::Status {
-      if (!seen_once.insert(d).second)
-        return parser.error(number, absl::StrCat(d, ": given twice"));
-      return absl::OkStatus();
-    };
-    auto want_words = [&](std::size_t n, std::string_view what) -> absl::Status {
-      if (line.words.size() < n + 1)
-        return parser.error(number, absl::StrCat(d, ": expected ", absl_sv(what)));
-      return absl::OkStatus();
-    };
-    if (d == "name") {
-      KAIROS_RETURN_IF_ERROR(once());
-      if (line.words.size() != 2 || !valid_name(line.words[1]))
-        return parser.error(number, "name: expected one name of [a-z0-9._-]");
-      s.name = line.words[1];
-    } else if (d == "description") {
-      KAIROS_RETURN_IF_ERROR(once());
-      std::vector<std::string> rest(line.words.begin() + 1, line.words.end());
-      s.description = absl::StrJoin(rest, " ");
-    } else if (d == "start") {
-      KAIROS_RETURN_IF_ERROR(once());
-      std::string err;
-      if (line.words.size() != 2 ||
-          !absl::ParseTime(absl::RFC3339_full, line.words[1], &s.start, &err))
-        return parser.error(number, "start: expected an RFC 3339 time like 2026-03-08T00:00:00Z");
-    } else if (d == "duration" || d == "quiet-tail") {
-      KAIROS_RETURN_IF_ERROR(once());
-      if (line.words.size() != 2)
-        return parser.error(number, absl::StrCat(d, ": expected one duration"));
-      auto v = parse_duration(line.words[1]);
-      if (!v.ok()) return parser.error(number, absl::StrCat(d, ": ", v.status().message()));
-      (d == "duration" ? s.duration : s.quiet_tail) = *v;
-    } else if (d == "topology") {
-      KAIROS_RETURN_IF_ERROR(once());
-      Attrs a(parser, line, d, 1);
-      a.num("schedulers", &s.topology.schedulers, 0, 16, "a count");
-      a.num("workers", &s.topology.workers, 0, 256, "a count");
-      a.num("shards", &s.topology.shards, 1, 1024, "a count");
-      a.num("slots", &s.topology.slots, 1, 1024, "a count");
-      KAIROS_RETURN_IF_ERROR(a.finish());
-    } else if (d == "timing") {
-      KAIROS_RETURN_IF_ERROR(once());
-      Attrs a(parser, line, d, 1);
-      a.dur("poll", &s.timing.poll);
-      a.dur("lease", &s.timing.lease);
-      a.dur("job-timeout", &s.timing.job_timeout);
-      a.num("max-attempts", &s.timing.max_attempts, 1, 100, "a count");
-      KAIROS_RETURN_IF_ERROR(a.finish());
-    } else if (d == "network") {
-      KAIROS_RETURN_IF_ERROR(once());
-      Attrs a(parser, line, d, 1);
-      a.range("delay", &s.network.min_delay, &s.network.max_delay);
-      a.permille("slow", &s.network.slow_permille);
-      a.dur("slow-max", &s.network.slow_max);
-      a.permille("loss", &s.network.loss_permille);
-      a.permille("duplicate", &s.network.dup_permille);
-      a.permille("replay", &s.network.replay_permille);
-      KAIROS_RETURN_IF_ERROR(a.finish());
-    } else if (d == "store") {
-      KAIROS_RETURN_IF_ERROR(once());
-      Attrs a(parser, line, d, 1);
-      a.dur("sync", &s.store.sync_interval);
-      a.range("service", &s.store.service_min, &s.store.service_max);
-      a.dur("timeout", &s.store.client_timeout);
-      a.dur("connect-timeout", &s.store.connect_timeout);
-      a.boolean("record-writes", &s.store.record_writes);
-      KAIROS_RETURN_IF_ERROR(a.finish());
-    } else if (d == "sink") {
-      KAIROS_RETURN_IF_ERROR(once());
-      Attrs a(parser, line, d, 1);
-      a.permille("error", &s.sink.error_permille);
-      a.permille("timeout", &s.sink.timeout_permille);
-      a.dur("wait", &s.sink.timeout);
-      KAIROS_RETURN_IF_ERROR(a.finish());
-    } else if (d == "runner") {
-      KAIROS_RETURN_IF_ERROR(once());
-      Attrs a(parser, line, d, 1);
-      a.range("duration", &s.runner.min_duration, &s.runner.max_duration);
-      a.permille("tail", &s.runner.tail_permille);
-      a.dur("tail-max", &s.runner.tail_max);
-      a.permille("fail", &s.runner.fail_permille);
-      a.permille("permanent-fail", &s.runner.permanent_fail_permille);
-      a.permille("hang", &s.runner.hang_permille);
-      KAIROS_RETURN_IF_ERROR(a.finish());
-    } else if (d == "clock") {
-      KAIROS_RETURN_IF_ERROR(want_words(1, "a node selector"));
-      ClockSpec c;
-      c.node = line.words[1];
-      Attrs a(parser, line, d, 2);
-      a.dur("offset", &c.offset, /*allow_sign=*/true);
-      a.num("drift", &c.drift_ppm, -500000, 500000, "a drift in ppm");
-      KAIROS_RETURN_IF_ERROR(a.finish());
-      selectors.emplace_back(number, c.node);
-      s.clocks.push_back(std::move(c));
-    } else if (d == "job") {
-      KAIROS_RETURN_IF_ERROR(want_words(1, "a kind: cron, once or interval"));
-      JobSpec j;
-      const std::string& kind = line.words[1];
-      Attrs a(parser, line, d, 2);
-      a.num("count", &j.count, 1, 10000000, "a count");
-      if (kind == "cron") {
-        j.kind = JobSpec::Kind::kCron;
-        if (!a.has("expr")) return a.err("cron: expected expr=\"<cron expression>\"");
-        a.str("expr", &j.expr);
-        a.str("zone", &j.zone);
-      } else if (kind == "once") {
-        j.kind = JobSpec::Kind::kOnce;
-        a.dur("within", &j.within);
-      } else if (kind == "interval") {
-        j.kind = JobSpec::Kind::kInterval;
-        a.dur("every", &j.every);
-        if (j.every <= absl::ZeroDuration()) return a.err("every: must be positive");
-      } else {
-        return parser.error(
-            number,
-            absl::StrCat("job: expected a kind cron, once or interval, got \"", kind, "\""));
-      }
-      KAIROS_RETURN_IF_ERROR(parse_job_attrs(a, j));
-      job_lines.push_back(number);
-      s.jobs.push_back(std::move(j));
-    } else if (d == "cancel") {
-      CancelSpec c;
-      Attrs a(parser, line, d, 1);
-      a.num("count", &c.count, 1, 10000000, "a count");
-      a.dur("at", &c.at);
-      KAIROS_RETURN_IF_ERROR(a.finish());
-      s.cancels.push_back(c);
-    } else if (d == "pause" || d == "reschedule" || d == "trigger") {
-      ControlSpec c;
-      c.op = d == "pause"        ? ControlSpec::Op::kPause
-             : d == "reschedule" ? ControlSpec::Op::kReschedule
-                                 : ControlSpec::Op::kTrigger;
-      Attrs a(parser, line, d, 1);
-      if (!a.has("at")) return a.err("expected at=<duration>");
-      if (!a.has("count")) return a.err("expected count=N");
-      a.dur("at", &c.at);
-      a.num("count", &c.count, 1, 10000000, "a count");
-      a.num("job", &c.job, 1, 10000, "a job line number (1-based)");
-      if (c.op == ControlSpec::Op::kPause) {
-        a.opt_dur("for", &c.resume_after);
-      } else if (c.op == ControlSpec::Op::kReschedule) {
-        if (a.has("every") == a.has("expr"))
-          return a.err(
-              "expected exactly one new schedule: every=<duration> or expr=\"<cron expression>\"");
-        if (a.has("zone") && !a.has("expr")) return a.err("zone: only with expr=");
-        a.dur("every", &c.every);
-        a.str("expr", &c.expr);
-        a.str("zone", &c.zone);
-      }
-      KAIROS_RETURN_IF_ERROR(a.finish());
-      if (c.resume_after && *c.resume_after <= absl::ZeroDuration())
-        return a.err("for: expected a positive duration");
-      if (c.op == ControlSpec::Op::kReschedule) {
-        ScheduleSpec sch;
-        if (c.expr.empty()) {
-          if (c.every <= absl::ZeroDuration()) return a.err("every: must be positive");
-          sch.kind = ScheduleSpec::Kind::kInterval;
-          sch.every = c.every;
-          sch.start = s.start;
-        } else {
-          sch.kind = ScheduleSpec::Kind::kCron;
-          sch.cron = c.expr;
-          sch.zone = c.zone;
-        }
-        auto compiled = Schedule::compile(sch, "scenario-job");
-        if (!compiled.ok())
-          return a.err(absl::StrCat(c.expr.empty() ? "every" : "expr, zone", ": ",
-                                    compiled.status().message()));
-      }
-      control_lines.push_back(number);
-      s.controls.push_back(std::move(c));
-    } else if (d == "fault") {
-      KAIROS_RETURN_IF_ERROR(want_words(1, "a fault kind"));
-      FaultSpec f;
-      if (!parse_fault_kind(line.words[1], &f.kind)) {
-        std::vector<std::string> names;
-        for (const auto& n : kFaultNames) names.emplace_back(n.name);
-        return parser.error(
-            number, absl::StrCat("fault: unknown kind \"", line.words[1], "\"; expected one of ",
-                                 absl::StrJoin(names, ", ")));
-      }
-      Attrs a(parser, line, d + " " + line.words[1], 2);
-      if (!a.has("at")) return a.err("expected at=<duration>");
-      a.dur("at", &f.at);
-      a.dur("for", &f.length);
-      a.str("node", &f.node);
-      a.str("peer", &f.peer);
-      a.dur("amount", &f.amount, /*allow_sign=*/true);
-      a.num("drift", &f.drift_ppm, -500000, 500000, "a drift in ppm");
-      a.str("point", &f.point);
-      a.permille("loss", &f.loss);
-      a.permille("duplicate", &f.duplicate);
-      a.permille("replay", &f.replay);
-      a.permille("error", &f.error);
-      a.permille("timeout", &f.timeout);
-      KAIROS_RETURN_IF_ERROR(a.finish());
-      if ((f.kind == FaultKind::kPartition || f.kind == FaultKind::kOneWay) && f.peer.empty())
-        return a.err("expected peer=<node>");
-      if (f.kind == FaultKind::kCrashAt && f.point.empty())
-        return a.err("expected point=<crash point name>");
-      selectors.emplace_back(number, f.node);
-      if (!f.peer.empty()) selectors.emplace_back(number, f.peer);
-      s.faults.push_back(std::move(f));
-    } else if (d == "swarm") {
-      KAIROS_RETURN_IF_ERROR(once());
-      Attrs a(parser, line, d, 1);
-      a.num("per-hour", &s.random_faults.per_hour, 0, 100000, "a count");
-      a.range("for", &s.random_faults.min_length, &s.random_faults.max_length);
-      std::string kinds;
-      a.str("kinds", &kinds);
-      KAIROS_RETURN_IF_ERROR(a.finish());
-      for (absl::string_view k : absl::StrSplit(kinds, ',', absl::SkipEmpty())) {
-        FaultKind fk;
-        if (!parse_fault_kind(std_sv(k), &fk))
-          return a.err(absl::StrCat("kinds: unknown fault kind \"", k, "\""));
-        s.random_faults.kinds.push_back(fk);
-      }
-    } else if (d == "ignore") {
-      KAIROS_RETURN_IF_ERROR(want_words(1, "an invariant name"));
-      for (std::size_t i = 1; i < line.words.size(); ++i) s.ignored.push_back(line.words[i]);
-    } else {
-      return parser.error(number, absl::StrCat("unknown directive \"", d,
-                                               "\"; expected one of name, description, start, "
-                                               "duration, quiet-tail, topology, timing, network, "
-                                               "store, sink, runner, clock, job, cancel, pause, "
-                                               "reschedule, trigger, fault, swarm, ignore"));
-    }
+  std::vector<int>& job_lines;
+  std::vector<int>& control_lines;
+
+  int number() const { return line.number; }
+  absl::Status error(std::string_view what) const { return parser.error(line.number, what); }
+  absl::Status want_words(std::size_t n, std::string_view what) const {
+    if (line.words.size() < n + 1) return error(absl::StrCat(d, ": expected ", absl_sv(what)));
+    return absl::OkStatus();
   }
-  for (const auto& [line, sel] : selectors)
-    if (!valid_selector(sel, s.topology))
-      return parser.error(line, absl::StrCat("unknown node \"", sel,
-                                             "\"; expected scheduler-K, worker-K (within the "
-                                             "topology), store, sink, client, any, any-worker, "
-                                             "any-scheduler or leader"));
-  if (s.quiet_tail > s.duration)
-    return parser.error(number, "quiet-tail: must not exceed the duration");
-  for (std::size_t i = 0; i < s.jobs.size(); ++i)
-    KAIROS_RETURN_IF_ERROR(check_job_line(parser, job_lines[i], s.jobs[i], s.timing, s.start));
-  for (std::size_t i = 0; i < s.controls.size(); ++i) {
-    const ControlSpec& c = s.controls[i];
-    if (c.job == 0) continue;
-    const std::string what = absl::StrCat(absl_sv(to_string(c.op)), ": job: ");
-    if (c.job > s.jobs.size())
-      return parser.error(control_lines[i], absl::StrCat(what, "the file has ", s.jobs.size(),
-                                                         " job lines, no job line ", c.job));
-    if (!s.jobs[c.job - 1].recurring())
-      return parser.error(control_lines[i],
-                          absl::StrCat(what, "job line ", c.job,
-                                       " is a one-off; expected a cron or interval job line"));
-  }
-  return s;
+  Attrs attrs(std::size_t first) const { return Attrs(parser, line, d, first); }
+};
+
+// Appends one line to `out`.
+template <typename... Parts>
+void put(std::string& out, const Parts&... parts) {
+  absl::StrAppend(&out, parts...);
+  out += "\n";
 }
 
-absl::StatusOr<Scenario> load_scenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the scenario file"));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_scenario(buf.str(), path);
+// --- name, description, start, duration, quiet-tail ------------------------
+
+absl::Status parse_name(ParseState& p) {
+  if (p.line.words.size() != 2 || !valid_name(p.line.words[1]))
+    return p.error("name: expected one name of [a-z0-9._-]");
+  p.s.name = p.line.words[1];
+  return absl::OkStatus();
+}
+void format_name(const Scenario& s, std::string& out) { put(out, "name ", s.name); }
+
+absl::Status parse_description(ParseState& p) {
+  std::vector<std::string> rest(p.line.words.begin() + 1, p.line.words.end());
+  p.s.description = absl::StrJoin(rest, " ");
+  return absl::OkStatus();
+}
+void format_description(const Scenario& s, std::string& out) {
+  if (!s.description.empty()) put(out, "description ", s.description);
 }
 
-std::string format_scenario(const Scenario& s) {
-  std::string out;
-  auto line = [&](auto&&... parts) {
-    absl::StrAppend(&out, parts...);
-    out += "\n";
-  };
-  line("name ", s.name);
-  if (!s.description.empty()) line("description ", s.description);
-  line("start ", absl::FormatTime(absl::RFC3339_full, s.start, absl::UTCTimeZone()));
-  line("duration ", format_duration(s.duration));
-  line("quiet-tail ", format_duration(s.quiet_tail));
-  line("topology schedulers=", s.topology.schedulers, " workers=", s.topology.workers,
-       " shards=", s.topology.shards, " slots=", s.topology.slots);
-  line("timing poll=", format_duration(s.timing.poll), " lease=", format_duration(s.timing.lease),
-       " job-timeout=", format_duration(s.timing.job_timeout),
-       " max-attempts=", s.timing.max_attempts);
-  const auto& n = s.network;
-  line("network delay=", range_text(n.min_delay, n.max_delay), " slow=", n.slow_permille,
-       " slow-max=", format_duration(n.slow_max), " loss=", n.loss_permille,
-       " duplicate=", n.dup_permille, " replay=", n.replay_permille);
-  const auto& st = s.store;
-  line("store sync=", format_duration(st.sync_interval),
-       " service=", range_text(st.service_min, st.service_max),
-       " timeout=", format_duration(st.client_timeout),
-       " connect-timeout=", format_duration(st.connect_timeout),
-       " record-writes=", st.record_writes ? "yes" : "no");
-  line("sink error=", s.sink.error_permille, " timeout=", s.sink.timeout_permille,
-       " wait=", format_duration(s.sink.timeout));
-  const auto& r = s.runner;
-  line("runner duration=", range_text(r.min_duration, r.max_duration), " tail=", r.tail_permille,
-       " tail-max=", format_duration(r.tail_max), " fail=", r.fail_permille,
-       " permanent-fail=", r.permanent_fail_permille, " hang=", r.hang_permille);
+absl::Status parse_start(ParseState& p) {
+  std::string err;
+  if (p.line.words.size() != 2 ||
+      !absl::ParseTime(absl::RFC3339_full, p.line.words[1], &p.s.start, &err))
+    return p.error("start: expected an RFC 3339 time like 2026-03-08T00:00:00Z");
+  return absl::OkStatus();
+}
+void format_start(const Scenario& s, std::string& out) {
+  put(out, "start ", absl::FormatTime(absl::RFC3339_full, s.start, absl::UTCTimeZone()));
+}
+
+absl::Status parse_one_duration(ParseState& p, absl::Duration* out) {
+  if (p.line.words.size() != 2) return p.error(absl::StrCat(p.d, ": expected one duration"));
+  auto v = parse_duration(p.line.words[1]);
+  if (!v.ok()) return p.error(absl::StrCat(p.d, ": ", v.status().message()));
+  *out = *v;
+  return absl::OkStatus();
+}
+absl::Status parse_run_duration(ParseState& p) { return parse_one_duration(p, &p.s.duration); }
+void format_run_duration(const Scenario& s, std::string& out) {
+  put(out, "duration ", format_duration(s.duration));
+}
+absl::Status parse_quiet_tail(ParseState& p) { return parse_one_duration(p, &p.s.quiet_tail); }
+void format_quiet_tail(const Scenario& s, std::string& out) {
+  put(out, "quiet-tail ", format_duration(s.quiet_tail));
+}
+
+// --- topology, timing, network, store, sink, runner -------------------------
+
+absl::Status parse_topology(ParseState& p) {
+  Attrs a = p.attrs(1);
+  Topology& t = p.s.topology;
+  a.num("schedulers", &t.schedulers, 0, 16, "a count");
+  a.num("workers", &t.workers, 0, 256, "a count");
+  a.num("shards", &t.shards, 1, 1024, "a count");
+  a.num("slots", &t.slots, 1, 1024, "a count");
+  return a.finish();
+}
+void format_topology(const Scenario& s, std::string& out) {
+  const Topology& t = s.topology;
+  put(out, "topology schedulers=", t.schedulers, " workers=", t.workers, " shards=", t.shards,
+      " slots=", t.slots);
+}
+
+absl::Status parse_timing(ParseState& p) {
+  Attrs a = p.attrs(1);
+  Timing& t = p.s.timing;
+  a.dur("poll", &t.poll);
+  a.dur("lease", &t.lease);
+  a.dur("job-timeout", &t.job_timeout);
+  a.num("max-attempts", &t.max_attempts, 1, 100, "a count");
+  return a.finish();
+}
+void format_timing(const Scenario& s, std::string& out) {
+  const Timing& t = s.timing;
+  put(out, "timing poll=", format_duration(t.poll), " lease=", format_duration(t.lease),
+      " job-timeout=", format_duration(t.job_timeout), " max-attempts=", t.max_attempts);
+}
+
+absl::Status parse_network(ParseState& p) {
+  Attrs a = p.attrs(1);
+  NetworkConfig& n = p.s.network;
+  a.range("delay", &n.min_delay, &n.max_delay);
+  a.permille("slow", &n.slow_permille);
+  a.dur("slow-max", &n.slow_max);
+  a.permille("loss", &n.loss_permille);
+  a.permille("duplicate", &n.dup_permille);
+  a.permille("replay", &n.replay_permille);
+  return a.finish();
+}
+void format_network(const Scenario& s, std::string& out) {
+  const NetworkConfig& n = s.network;
+  put(out, "network delay=", range_text(n.min_delay, n.max_delay), " slow=", n.slow_permille,
+      " slow-max=", format_duration(n.slow_max), " loss=", n.loss_permille,
+      " duplicate=", n.dup_permille, " replay=", n.replay_permille);
+}
+
+absl::Status parse_store(ParseState& p) {
+  Attrs a = p.attrs(1);
+  StoreConfig& st = p.s.store;
+  a.dur("sync", &st.sync_interval);
+  a.range("service", &st.service_min, &st.service_max);
+  a.dur("timeout", &st.client_timeout);
+  a.dur("connect-timeout", &st.connect_timeout);
+  a.boolean("record-writes", &st.record_writes);
+  return a.finish();
+}
+void format_store(const Scenario& s, std::string& out) {
+  const StoreConfig& st = s.store;
+  put(out, "store sync=", format_duration(st.sync_interval),
+      " service=", range_text(st.service_min, st.service_max),
+      " timeout=", format_duration(st.client_timeout),
+      " connect-timeout=", format_duration(st.connect_timeout),
+      " record-writes=", st.record_writes ? "yes" : "no");
+}
+
+absl::Status parse_sink(ParseState& p) {
+  Attrs a = p.attrs(1);
+  SinkConfig& k = p.s.sink;
+  a.permille("error", &k.error_permille);
+  a.permille("timeout", &k.timeout_permille);
+  a.dur("wait", &k.timeout);
+  return a.finish();
+}
+void format_sink(const Scenario& s, std::string& out) {
+  put(out, "sink error=", s.sink.error_permille, " timeout=", s.sink.timeout_permille,
+      " wait=", format_duration(s.sink.timeout));
+}
+
+absl::Status parse_runner(ParseState& p) {
+  Attrs a = p.attrs(1);
+  RunnerConfig& r = p.s.runner;
+  a.range("duration", &r.min_duration, &r.max_duration);
+  a.permille("tail", &r.tail_permille);
+  a.dur("tail-max", &r.tail_max);
+  a.permille("fail", &r.fail_permille);
+  a.permille("permanent-fail", &r.permanent_fail_permille);
+  a.permille("hang", &r.hang_permille);
+  return a.finish();
+}
+void format_runner(const Scenario& s, std::string& out) {
+  const RunnerConfig& r = s.runner;
+  put(out, "runner duration=", range_text(r.min_duration, r.max_duration),
+      " tail=", r.tail_permille, " tail-max=", format_duration(r.tail_max),
+      " fail=", r.fail_permille, " permanent-fail=", r.permanent_fail_permille,
+      " hang=", r.hang_permille);
+}
+
+// --- clock, job, cancel, pause / reschedule / trigger -----------------------
+
+absl::Status parse_clock(ParseState& p) {
+  KAIROS_RETURN_IF_ERROR(p.want_words(1, "a node selector"));
+  ClockSpec c;
+  c.node = p.line.words[1];
+  Attrs a = p.attrs(2);
+  a.dur("offset", &c.offset, /*allow_sign=*/true);
+  a.num("drift", &c.drift_ppm, -500000, 500000, "a drift in ppm");
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  p.selectors.emplace_back(p.number(), c.node);
+  p.s.clocks.push_back(std::move(c));
+  return absl::OkStatus();
+}
+void format_clock(const Scenario& s, std::string& out) {
   for (const auto& c : s.clocks)
-    line("clock ", c.node, " offset=", signed_duration(c.offset), " drift=", c.drift_ppm);
+    put(out, "clock ", c.node, " offset=", signed_duration(c.offset), " drift=", c.drift_ppm);
+}
+
+absl::Status parse_job(ParseState& p) {
+  KAIROS_RETURN_IF_ERROR(p.want_words(1, "a kind: cron, once or interval"));
+  JobSpec j;
+  const std::string& kind = p.line.words[1];
+  Attrs a = p.attrs(2);
+  a.num("count", &j.count, 1, 10000000, "a count");
+  if (kind == "cron") {
+    j.kind = JobSpec::Kind::kCron;
+    if (!a.has("expr")) return a.err("cron: expected expr=\"<cron expression>\"");
+    a.str("expr", &j.expr);
+    a.str("zone", &j.zone);
+  } else if (kind == "once") {
+    j.kind = JobSpec::Kind::kOnce;
+    a.dur("within", &j.within);
+  } else if (kind == "interval") {
+    j.kind = JobSpec::Kind::kInterval;
+    a.dur("every", &j.every);
+    if (j.every <= absl::ZeroDuration()) return a.err("every: must be positive");
+  } else {
+    return p.error(absl::StrCat("job: expected a kind cron, once or interval, got \"", kind, "\""));
+  }
+  KAIROS_RETURN_IF_ERROR(parse_job_attrs(a, j));
+  p.job_lines.push_back(p.number());
+  p.s.jobs.push_back(std::move(j));
+  return absl::OkStatus();
+}
+void format_job(const Scenario& s, std::string& out) {
   for (const auto& j : s.jobs) {
     std::string l;
     switch (j.kind) {
@@ -800,9 +716,72 @@ std::string format_scenario(const Scenario& s) {
     if (j.run.fail_permille) absl::StrAppend(&l, " fail=", *j.run.fail_permille);
     if (j.run.permanent_fail_permille)
       absl::StrAppend(&l, " permanent-fail=", *j.run.permanent_fail_permille);
-    line(l);
+    put(out, l);
   }
-  for (const auto& c : s.cancels) line("cancel count=", c.count, " at=", format_duration(c.at));
+}
+
+absl::Status parse_cancel(ParseState& p) {
+  CancelSpec c;
+  Attrs a = p.attrs(1);
+  a.num("count", &c.count, 1, 10000000, "a count");
+  a.dur("at", &c.at);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  p.s.cancels.push_back(c);
+  return absl::OkStatus();
+}
+void format_cancel(const Scenario& s, std::string& out) {
+  for (const auto& c : s.cancels) put(out, "cancel count=", c.count, " at=", format_duration(c.at));
+}
+
+// The three job-control keywords share one list (in file order), so they are
+// one entry: the keyword is the operation.
+absl::Status parse_control(ParseState& p) {
+  ControlSpec c;
+  c.op = p.d == "pause"        ? ControlSpec::Op::kPause
+         : p.d == "reschedule" ? ControlSpec::Op::kReschedule
+                               : ControlSpec::Op::kTrigger;
+  Attrs a = p.attrs(1);
+  if (!a.has("at")) return a.err("expected at=<duration>");
+  if (!a.has("count")) return a.err("expected count=N");
+  a.dur("at", &c.at);
+  a.num("count", &c.count, 1, 10000000, "a count");
+  a.num("job", &c.job, 1, 10000, "a job line number (1-based)");
+  if (c.op == ControlSpec::Op::kPause) {
+    a.opt_dur("for", &c.resume_after);
+  } else if (c.op == ControlSpec::Op::kReschedule) {
+    if (a.has("every") == a.has("expr"))
+      return a.err(
+          "expected exactly one new schedule: every=<duration> or expr=\"<cron expression>\"");
+    if (a.has("zone") && !a.has("expr")) return a.err("zone: only with expr=");
+    a.dur("every", &c.every);
+    a.str("expr", &c.expr);
+    a.str("zone", &c.zone);
+  }
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (c.resume_after && *c.resume_after <= absl::ZeroDuration())
+    return a.err("for: expected a positive duration");
+  if (c.op == ControlSpec::Op::kReschedule) {
+    ScheduleSpec sch;
+    if (c.expr.empty()) {
+      if (c.every <= absl::ZeroDuration()) return a.err("every: must be positive");
+      sch.kind = ScheduleSpec::Kind::kInterval;
+      sch.every = c.every;
+      sch.start = p.s.start;
+    } else {
+      sch.kind = ScheduleSpec::Kind::kCron;
+      sch.cron = c.expr;
+      sch.zone = c.zone;
+    }
+    auto compiled = Schedule::compile(sch, "scenario-job");
+    if (!compiled.ok())
+      return a.err(
+          absl::StrCat(c.expr.empty() ? "every" : "expr, zone", ": ", compiled.status().message()));
+  }
+  p.control_lines.push_back(p.number());
+  p.s.controls.push_back(std::move(c));
+  return absl::OkStatus();
+}
+void format_control(const Scenario& s, std::string& out) {
   for (const auto& c : s.controls) {
     std::string l =
         absl::StrCat(absl_sv(to_string(c.op)), " at=", format_duration(c.at), " count=", c.count);
@@ -814,8 +793,46 @@ std::string format_scenario(const Scenario& s) {
       else
         absl::StrAppend(&l, " expr=", quote(c.expr), " zone=", quote(c.zone));
     }
-    line(l);
+    put(out, l);
   }
+}
+
+// --- fault, swarm, ignore ----------------------------------------------------
+
+absl::Status parse_fault(ParseState& p) {
+  KAIROS_RETURN_IF_ERROR(p.want_words(1, "a fault kind"));
+  FaultSpec f;
+  if (!parse_fault_kind(p.line.words[1], &f.kind)) {
+    std::vector<std::string> names;
+    for (const auto& n : kFaultNames) names.emplace_back(n.name);
+    return p.error(absl::StrCat("fault: unknown kind \"", p.line.words[1], "\"; expected one of ",
+                                absl::StrJoin(names, ", ")));
+  }
+  Attrs a(p.parser, p.line, p.d + " " + p.line.words[1], 2);
+  if (!a.has("at")) return a.err("expected at=<duration>");
+  a.dur("at", &f.at);
+  a.dur("for", &f.length);
+  a.str("node", &f.node);
+  a.str("peer", &f.peer);
+  a.dur("amount", &f.amount, /*allow_sign=*/true);
+  a.num("drift", &f.drift_ppm, -500000, 500000, "a drift in ppm");
+  a.str("point", &f.point);
+  a.permille("loss", &f.loss);
+  a.permille("duplicate", &f.duplicate);
+  a.permille("replay", &f.replay);
+  a.permille("error", &f.error);
+  a.permille("timeout", &f.timeout);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if ((f.kind == FaultKind::kPartition || f.kind == FaultKind::kOneWay) && f.peer.empty())
+    return a.err("expected peer=<node>");
+  if (f.kind == FaultKind::kCrashAt && f.point.empty())
+    return a.err("expected point=<crash point name>");
+  p.selectors.emplace_back(p.number(), f.node);
+  if (!f.peer.empty()) p.selectors.emplace_back(p.number(), f.peer);
+  p.s.faults.push_back(std::move(f));
+  return absl::OkStatus();
+}
+void format_fault(const Scenario& s, std::string& out) {
   for (const auto& f : s.faults) {
     std::string l = absl::StrCat("fault ", absl_sv(to_string(f.kind)),
                                  " at=", format_duration(f.at), " node=", quote(f.node));
@@ -830,16 +847,222 @@ std::string format_scenario(const Scenario& s) {
     if (f.replay) absl::StrAppend(&l, " replay=", f.replay);
     if (f.error) absl::StrAppend(&l, " error=", f.error);
     if (f.timeout) absl::StrAppend(&l, " timeout=", f.timeout);
-    line(l);
+    put(out, l);
   }
-  if (s.random_faults.per_hour != 0 || !s.random_faults.kinds.empty()) {
-    std::vector<std::string> kinds;
-    for (FaultKind k : s.random_faults.kinds) kinds.emplace_back(to_string(k));
-    line("swarm per-hour=", s.random_faults.per_hour,
-         " for=", range_text(s.random_faults.min_length, s.random_faults.max_length),
-         " kinds=", absl::StrJoin(kinds, ","));
+}
+
+absl::Status parse_swarm(ParseState& p) {
+  Attrs a = p.attrs(1);
+  RandomFaults& rf = p.s.random_faults;
+  a.num("per-hour", &rf.per_hour, 0, 100000, "a count");
+  a.range("for", &rf.min_length, &rf.max_length);
+  std::string kinds;
+  a.str("kinds", &kinds);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  for (absl::string_view k : absl::StrSplit(kinds, ',', absl::SkipEmpty())) {
+    FaultKind fk;
+    if (!parse_fault_kind(std_sv(k), &fk))
+      return a.err(absl::StrCat("kinds: unknown fault kind \"", k, "\""));
+    rf.kinds.push_back(fk);
   }
-  for (const auto& i : s.ignored) line("ignore ", i);
+  return absl::OkStatus();
+}
+void format_swarm(const Scenario& s, std::string& out) {
+  const RandomFaults& rf = s.random_faults;
+  if (rf.per_hour == 0 && rf.kinds.empty()) return;
+  std::vector<std::string> kinds;
+  for (FaultKind k : rf.kinds) kinds.emplace_back(to_string(k));
+  put(out, "swarm per-hour=", rf.per_hour, " for=", range_text(rf.min_length, rf.max_length),
+      " kinds=", absl::StrJoin(kinds, ","));
+}
+
+absl::Status parse_ignore(ParseState& p) {
+  KAIROS_RETURN_IF_ERROR(p.want_words(1, "an invariant name"));
+  for (std::size_t i = 1; i < p.line.words.size(); ++i) p.s.ignored.push_back(p.line.words[i]);
+  return absl::OkStatus();
+}
+void format_ignore(const Scenario& s, std::string& out) {
+  for (const auto& i : s.ignored) put(out, "ignore ", i);
+}
+
+// --- The table ---------------------------------------------------------------
+
+// One directive of the language: its keyword(s), whether it may appear at
+// most once, how a line of it is read into the Scenario, how the Scenario's
+// part is written back (zero or more canonical lines), and a sample of that
+// canonical text (one line per keyword) the round-trip test reads back.
+// format_scenario() writes the entries in this order.
+struct Directive {
+  std::array<std::string_view, 3> keywords;  // unused slots are empty
+  bool once;
+  absl::Status (*parse)(ParseState&);
+  void (*format)(const Scenario&, std::string&);
+  std::string_view sample;
+};
+
+constexpr Directive kDirectives[] = {
+    {{"name"}, true, parse_name, format_name, "name sample-1.x_y\n"},
+    {{"description"},
+     true,
+     parse_description,
+     format_description,
+     "description A worker pauses past its lease.\n"},
+    {{"start"}, true, parse_start, format_start, "start 2026-03-08T01:30:00+00:00\n"},
+    {{"duration"}, true, parse_run_duration, format_run_duration, "duration 2h30m\n"},
+    {{"quiet-tail"}, true, parse_quiet_tail, format_quiet_tail, "quiet-tail 10m\n"},
+    {{"topology"},
+     true,
+     parse_topology,
+     format_topology,
+     "topology schedulers=2 workers=8 shards=16 slots=4\n"},
+    {{"timing"},
+     true,
+     parse_timing,
+     format_timing,
+     "timing poll=500ms lease=20s job-timeout=1m max-attempts=5\n"},
+    {{"network"},
+     true,
+     parse_network,
+     format_network,
+     "network delay=1ms..5ms slow=3 slow-max=2s loss=2 duplicate=1 replay=4\n"},
+    {{"store"},
+     true,
+     parse_store,
+     format_store,
+     "store sync=2ms service=0s..1ms timeout=1s connect-timeout=3s record-writes=yes\n"},
+    {{"sink"}, true, parse_sink, format_sink, "sink error=5 timeout=6 wait=2s\n"},
+    {{"runner"},
+     true,
+     parse_runner,
+     format_runner,
+     "runner duration=100ms..20s tail=7 tail-max=1m fail=10 permanent-fail=2 hang=1\n"},
+    {{"clock"},
+     false,
+     parse_clock,
+     format_clock,
+     "clock worker-2 offset=-2s drift=150\nclock scheduler-1 offset=1s500ms drift=0\n"},
+    {{"job"},
+     false,
+     parse_job,
+     format_job,
+     "job cron count=10 expr=\"*/5 * * * *\" zone=Europe/Berlin misfire=catch-up "
+     "catch-up-max=5 priority=2..8 attempts=4 run=1s..3s fail=100\n"
+     "job once count=100 within=1h\n"
+     "job interval count=5 every=1m30s overlap=queue retry=2s..1m jitter=30 timeout=45s "
+     "permanent-fail=5\n"},
+    {{"cancel"}, false, parse_cancel, format_cancel, "cancel count=2 at=30m\n"},
+    {{"pause", "reschedule", "trigger"},
+     false,
+     parse_control,
+     format_control,
+     "pause at=10m count=2 for=5m\n"
+     "reschedule at=20m count=1 every=2m\n"
+     "trigger at=25m count=3\n"
+     "reschedule at=30m count=1 expr=\"0 * * * *\" zone=UTC\n"},
+    {{"fault"},
+     false,
+     parse_fault,
+     format_fault,
+     "fault pause at=5m node=worker-1 for=40s\n"
+     "fault partition at=10m node=scheduler-1 for=30s peer=store\n"
+     "fault clock-jump at=15m node=any amount=-3s\n"
+     "fault net at=20m node=any for=1m loss=100 duplicate=50 replay=10\n"
+     "fault crash-at at=25m node=leader point=dispatch.after-commit\n"},
+    {{"swarm"},
+     true,
+     parse_swarm,
+     format_swarm,
+     "swarm per-hour=6 for=1s..30s kinds=pause,crash,net\n"},
+    {{"ignore"}, false, parse_ignore, format_ignore, "ignore timeliness\nignore not-before-due\n"},
+};
+
+const Directive* find_directive(std::string_view keyword) {
+  for (const Directive& d : kDirectives)
+    for (std::string_view k : d.keywords)
+      if (!k.empty() && k == keyword) return &d;
+  return nullptr;
+}
+
+// "name, description, ..., ignore": every keyword, in table order.
+std::string keyword_list() {
+  std::vector<std::string> all;
+  for (const Directive& d : kDirectives)
+    for (std::string_view k : d.keywords)
+      if (!k.empty()) all.emplace_back(k);
+  return absl::StrJoin(all, ", ");
+}
+
+}  // namespace
+
+absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view filename) {
+  Parser parser(filename);
+  Scenario s;
+  std::set<std::string> seen_once;
+  std::vector<std::pair<int, std::string>> selectors;
+  std::vector<int> job_lines, control_lines;
+  int number = 0;
+  for (absl::string_view raw : absl::StrSplit(absl_sv(text), '\n')) {
+    ++number;
+    KAIROS_ASSIGN_OR_RETURN(Line line, parser.split(number, std_sv(raw)));
+    if (line.words.empty()) continue;
+    const std::string& d = line.words[0];
+    const Directive* directive = find_directive(d);
+    if (directive == nullptr)
+      return parser.error(
+          number, absl::StrCat("unknown directive \"", d, "\"; expected one of ", keyword_list()));
+    if (directive->once && !seen_once.insert(d).second)
+      return parser.error(number, absl::StrCat(d, ": given twice"));
+    ParseState state{parser, line, d, s, selectors, job_lines, control_lines};
+    KAIROS_RETURN_IF_ERROR(directive->parse(state));
+  }
+  for (const auto& [line, sel] : selectors)
+    if (!valid_selector(sel, s.topology))
+      return parser.error(line, absl::StrCat("unknown node \"", sel,
+                                             "\"; expected scheduler-K, worker-K (within the "
+                                             "topology), store, sink, client, any, any-worker, "
+                                             "any-scheduler or leader"));
+  if (s.quiet_tail > s.duration)
+    return parser.error(number, "quiet-tail: must not exceed the duration");
+  for (std::size_t i = 0; i < s.jobs.size(); ++i)
+    KAIROS_RETURN_IF_ERROR(check_job_line(parser, job_lines[i], s.jobs[i], s.timing, s.start));
+  for (std::size_t i = 0; i < s.controls.size(); ++i) {
+    const ControlSpec& c = s.controls[i];
+    if (c.job == 0) continue;
+    const std::string what = absl::StrCat(absl_sv(to_string(c.op)), ": job: ");
+    if (c.job > s.jobs.size())
+      return parser.error(control_lines[i], absl::StrCat(what, "the file has ", s.jobs.size(),
+                                                         " job lines, no job line ", c.job));
+    if (!s.jobs[c.job - 1].recurring())
+      return parser.error(control_lines[i],
+                          absl::StrCat(what, "job line ", c.job,
+                                       " is a one-off; expected a cron or interval job line"));
+  }
+  return s;
+}
+
+absl::StatusOr<Scenario> load_scenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the scenario file"));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_scenario(buf.str(), path);
+}
+
+std::string format_scenario(const Scenario& s) {
+  std::string out;
+  for (const Directive& d : kDirectives) d.format(s, out);
+  return out;
+}
+
+std::vector<ScenarioDirective> scenario_directives() {
+  std::vector<ScenarioDirective> out;
+  for (const Directive& d : kDirectives) {
+    ScenarioDirective x;
+    for (std::string_view k : d.keywords)
+      if (!k.empty()) x.keywords.push_back(k);
+    x.sample = d.sample;
+    out.push_back(std::move(x));
+  }
   return out;
 }
 

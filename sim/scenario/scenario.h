@@ -12,7 +12,9 @@
 //   "scenarios/x.scenario:7: network: loss: expected an integer per-mille
 //    rate 0..1000, got \"5%\""
 // format_scenario() writes the canonical text; parse(format(s)) == s (for
-// millisecond-resolution durations, the grammar's unit).
+// millisecond-resolution durations, the grammar's unit). Each directive is
+// one entry of one table (scenario_directives()), its parse and its format
+// side by side.
 //
 // Job lines carry the job policy of issue 6 and a per-job run profile as
 // attributes (`misfire=catch-up catch-up-max=5 run=20s..40s fail=300`);
@@ -197,6 +199,16 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
 absl::StatusOr<Scenario> load_scenario(const std::string& path);
 // The canonical text of `s`.
 std::string format_scenario(const Scenario& s);
+
+// The directives of the language, in canonical order: each is one entry of
+// one table in sim/scenario/scenario.cc holding its keywords, its parse and
+// its format side by side. `sample` is canonical text of the directive (one
+// line per use; parse then format gives it back), for the round-trip test.
+struct ScenarioDirective {
+  std::vector<std::string_view> keywords;  // `pause`, `reschedule`, `trigger` share one entry
+  std::string_view sample;
+};
+std::vector<ScenarioDirective> scenario_directives();
 
 // Node selectors: "scheduler-K", "worker-K" (1-based), "store", "sink",
 // "client", "any", "any-worker", "any-scheduler", "leader". Checks the syntax

@@ -8,6 +8,7 @@
 #include "core/base/check.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/schedule/schedule.h"
+#include "sim/scenario/client_events.h"
 #include "sim/world/cluster.h"
 
 namespace kairos::sim {
@@ -261,7 +262,7 @@ void Workload::create(std::size_t i) {
                             job.recurring, job.longest_run});
     Event e;
     e.at = ctx_->clock.now();
-    e.kind = "client.job_created";
+    e.kind = client_events::kJobCreated;
     e.with("job", job.spec.id)
         .with("incarnation", r->job.incarnation)
         .with("created_at", r->job.created_at);
@@ -288,7 +289,7 @@ void Workload::cancel(std::size_t index) {
     acked_cancels_.push_back({id, r->job.incarnation, ctx_->world.now()});
     Event e;
     e.at = ctx_->clock.now();
-    e.kind = "client.cancel_acked";
+    e.kind = client_events::kCancelAcked;
     e.with("job", id).with("incarnation", r->job.incarnation);
     ctx_->log.record(std::move(e));
   });
@@ -349,23 +350,23 @@ void Workload::answered(std::size_t index, const absl::Status& status, std::uint
   Event e;
   e.at = ctx_->clock.now();
   if (!status.ok()) {
-    e.kind = "client.control_refused";
+    e.kind = client_events::kControlRefused;
     e.with("job", id)
         .with("op", std::string(name(c.op)))
         .with("error", std::string(status.message()));
   } else {
     switch (c.op) {
       case Op::kPause:
-        e.kind = "client.paused";
+        e.kind = client_events::kPaused;
         break;
       case Op::kResume:
-        e.kind = "client.resumed";
+        e.kind = client_events::kResumed;
         break;
       case Op::kReschedule:
-        e.kind = "client.rescheduled";
+        e.kind = client_events::kRescheduled;
         break;
       case Op::kTrigger:
-        e.kind = "client.triggered";
+        e.kind = client_events::kTriggered;
         break;
     }
     e.with("job", id).with("incarnation", incarnation);

@@ -1,0 +1,101 @@
+// Invariant names: the one table of every invariant the checker judges, each
+// with its stable name (used by `ignore NAME` in scenario files, in violation
+// reports and by the planted-bug tests) and a one-line statement of what must
+// hold, numbered as in docs/SIMULATION.md, "Invariants". The checker's
+// registry (sim/oracle/checker.cc) is built from this table in its order, and
+// every finding is recorded under a name from it (Findings checks that), so a
+// name cannot be reported that is not listed here.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace kairos::sim {
+
+struct InvariantInfo {
+  std::string_view name;
+  std::string_view description;
+};
+
+namespace inv {
+inline constexpr std::string_view kOccurrencesComplete = "occurrences-complete";
+inline constexpr std::string_view kEffectPerSuccess = "effect-per-success";
+inline constexpr std::string_view kSinkOneEffectPerKey = "sink-one-effect-per-key";
+inline constexpr std::string_view kSinkOneAttemptPerToken = "sink-one-attempt-per-token";
+inline constexpr std::string_view kRunCreatedOnce = "run-created-once";
+inline constexpr std::string_view kSingleValidLease = "single-valid-lease";
+inline constexpr std::string_view kTokensIncrease = "tokens-increase";
+inline constexpr std::string_view kEpochsIncrease = "epochs-increase";
+inline constexpr std::string_view kNoStaleLeaderWrites = "no-stale-leader-writes";
+inline constexpr std::string_view kNoStaleTokenWrites = "no-stale-token-writes";
+inline constexpr std::string_view kCancelStopsRuns = "cancel-stops-runs";
+inline constexpr std::string_view kTimeliness = "timeliness";
+inline constexpr std::string_view kAckedCommitsDurable = "acked-commits-durable";
+inline constexpr std::string_view kNotBeforeDue = "not-before-due";
+// The policy invariants (sim/oracle/policy_checks.cc).
+inline constexpr std::string_view kLedgerOneOutcome = "ledger-one-outcome";
+inline constexpr std::string_view kAttemptsBounded = "attempts-bounded";
+inline constexpr std::string_view kRetryBackoff = "retry-backoff";
+inline constexpr std::string_view kOverlapRespected = "overlap-respected";
+inline constexpr std::string_view kCatchUpBounded = "catch-up-bounded";
+inline constexpr std::string_view kMisfireThreshold = "misfire-threshold";
+inline constexpr std::string_view kPriorityOrder = "priority-order";
+}  // namespace inv
+
+// Every invariant, in the order the checker runs and reports them.
+inline constexpr std::array kInvariants = {
+    InvariantInfo{inv::kOccurrencesComplete,
+                  "(1) every occurrence due before the quiet tail reaches a terminal state"},
+    InvariantInfo{inv::kEffectPerSuccess,
+                  "(2) every succeeded occurrence has exactly one accepted sink effect"},
+    InvariantInfo{inv::kSinkOneEffectPerKey,
+                  "(2) at most one accepted sink effect per idempotency key"},
+    InvariantInfo{inv::kSinkOneAttemptPerToken,
+                  "(2) at most one token-valid sink attempt per (idempotency key, fencing token)"},
+    InvariantInfo{
+        inv::kRunCreatedOnce,
+        "(2) an occurrence's run is created once; its token never decreases; terminal is final"},
+    InvariantInfo{inv::kSingleValidLease, "(3) at most one valid lease per run at any instant"},
+    InvariantInfo{inv::kTokensIncrease,
+                  "(4) fencing tokens strictly increase per job, across incarnations"},
+    InvariantInfo{inv::kEpochsIncrease, "(4) leader epochs strictly increase per shard"},
+    InvariantInfo{inv::kNoStaleLeaderWrites,
+                  "(5) runs are created only by the shard's current, unexpired leader"},
+    InvariantInfo{inv::kNoStaleTokenWrites,
+                  "(5) no completion, renewal or release commits with a stale token"},
+    InvariantInfo{inv::kCancelStopsRuns,
+                  "(6) no run is created or granted after its cancel was acknowledged"},
+    InvariantInfo{inv::kTimeliness,
+                  "(7) fault-free occurrences start within the start bound; after faults heal "
+                  "every due occurrence completes within the completion bound"},
+    InvariantInfo{inv::kAckedCommitsDurable,
+                  "(8) every commit reported kCommitted survives crashes, and replaying the "
+                  "durable commits reproduces the store"},
+    InvariantInfo{inv::kNotBeforeDue,
+                  "(9) no run is dispatched or granted before its due time (store clock)"},
+    InvariantInfo{inv::kLedgerOneOutcome,
+                  "(P1) every occurrence that became due has exactly one ledger outcome"},
+    InvariantInfo{inv::kAttemptsBounded,
+                  "(P2) no run is granted more often than its job's max_attempts"},
+    InvariantInfo{
+        inv::kRetryBackoff,
+        "(P3) a failed attempt's retry becomes ready within [lower bound, base] of its backoff"},
+    InvariantInfo{inv::kOverlapRespected,
+                  "(P4) a job's unfinished runs never exceed what its overlap policy allows"},
+    InvariantInfo{inv::kCatchUpBounded,
+                  "(P5) catch-up keeps at most catch_up_max of a backlog and starts one late run "
+                  "per spacing"},
+    InvariantInfo{inv::kMisfireThreshold,
+                  "(P6) on-time, late and misfire outcomes match the threshold and the policy"},
+    InvariantInfo{inv::kPriorityOrder,
+                  "(P7) a claim serves a shard's due runs starved-first, then by priority, FIFO"},
+};
+
+// Whether `name` is in kInvariants.
+constexpr bool is_registered_invariant(std::string_view name) {
+  for (const InvariantInfo& i : kInvariants)
+    if (i.name == name) return true;
+  return false;
+}
+
+}  // namespace kairos::sim
