@@ -52,6 +52,10 @@
 // Limits. Keys are 1..kMaxKeySize bytes; values at most kMaxValueSize bytes.
 // Violating a limit is a programming error (KAIROS_CHECK), since keyspace.h
 // owns every key shape and record sizes are validated at the API boundary.
+// Every adapter enforces them through check_key_limits(), so each one stops
+// with the same message ("key size out of range: ...", "value larger than
+// kMaxValueSize: ...") whatever is underneath. Scan and erase_range bounds
+// are not keys: they may be empty and are not checked.
 //
 // Threading. transact() is called from the owner's event loop; `done` runs on
 // that same loop, never re-entrantly inside transact().
@@ -73,6 +77,23 @@ namespace kairos {
 // LMDB's default maximum key size; every adapter honours the same limit.
 inline constexpr std::size_t kMaxKeySize = 511;
 inline constexpr std::size_t kMaxValueSize = 16u << 20;
+
+namespace detail {
+[[noreturn]] void key_size_out_of_range(std::size_t size);
+[[noreturn]] void value_too_large(std::size_t size);
+}  // namespace detail
+
+// The limits above, shared by every adapter: stops the process (KAIROS_CHECK
+// style, naming the size) when `key` is empty or longer than kMaxKeySize.
+// Adapters call it for the key of every get, put and erase.
+inline void check_key_limits(std::string_view key) {
+  if (key.empty() || key.size() > kMaxKeySize) detail::key_size_out_of_range(key.size());
+}
+// The same for a put: the key, then `value` (at most kMaxValueSize bytes).
+inline void check_key_limits(std::string_view key, std::string_view value) {
+  check_key_limits(key);
+  if (value.size() > kMaxValueSize) detail::value_too_large(value.size());
+}
 
 enum class Direction : std::uint8_t { kForward, kReverse };
 

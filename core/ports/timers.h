@@ -8,15 +8,30 @@
 //
 // Guarantees.
 // - Every callback runs on the node's event loop, never inside the call that
-//   scheduled it (post() and after() never run `fn` re-entrantly).
+//   scheduled it (post() and after() never run `fn` re-entrantly), and one
+//   at a time: a callback never starts while another runs.
 // - Callbacks scheduled with post() run in the order they were posted.
+//   after() with a zero or negative delay is a post: it joins the same
+//   first-in first-out order and does not wait for time to pass.
 // - after(d, fn) runs `fn` no earlier than `d` after the call as measured by
-//   the loop's own monotonic notion of elapsed time, and as soon as practical
-//   after that. Callbacks due at the same instant run in scheduling order.
+//   the loop's own monotonic notion of elapsed time (never the wall clock, so
+//   clock jumps do not move timers), and as soon as practical after that.
+// - Order: callbacks run by (deadline, scheduling order). Equal deadlines run
+//   in the order they were scheduled; what a callback posts runs after every
+//   callback already due at that instant. (On virtual time this is exact; on
+//   real time two after() calls with the same delay get deadlines a hair
+//   apart, still in scheduling order.)
 // - cancel(id) before the callback started guarantees it never runs; after
-//   that it is a no-op. Cancelling an unknown or finished id is a no-op.
+//   that it is a no-op and touches no other callback. Cancelling an unknown,
+//   cancelled or finished id, or 0, is a no-op. A callback may cancel any id,
+//   its own included.
+// - Ids are never 0 and never reused by one Timers instance (an adapter
+//   whose node is down may return 0 for a callback it dropped at once).
 // - When the node stops (process exit, simulated crash) pending callbacks are
 //   dropped without running.
+//
+// Conformance. tests/conformance/timers_conformance.h checks every point
+// above against ManualLoop, SimTimers and AsioTimers.
 #pragma once
 
 #include <cstdint>

@@ -40,6 +40,7 @@ void LoopbackHub::deliver(PeerId from, PeerId to, std::string message) {
 LoopbackHub::Endpoint::~Endpoint() { hub_.state_->endpoints.erase(id_); }
 
 void LoopbackHub::Endpoint::send(PeerId to, std::string message) {
+  KAIROS_CHECK_MSG(message.size() <= kMaxMessageSize, "message larger than kMaxMessageSize");
   hub_.deliver(id_, to, std::move(message));
 }
 

@@ -21,6 +21,9 @@
 //   a closed connection would be).
 // - Destroying the hub drops every message still queued; endpoints must not
 //   outlive their hub.
+// - A handler may send (to itself too), replace its handler and destroy its
+//   own endpoint: each delivery runs a copy of the handler. A message larger
+//   than kMaxMessageSize is a programming error (KAIROS_CHECK in send()).
 //
 // Threading. A hub and all its endpoints belong to one event loop: send(),
 // set_handler() and the destructors run on the loop thread of the Timers the

@@ -16,7 +16,7 @@ class MemoryTxn final : public Txn {
   absl::Time now() const override { return now_; }
 
   std::optional<std::string> get(std::string_view key) override {
-    check_key(key);
+    check_key_limits(key);
     auto it = data_.find(key);
     if (it == data_.end()) return std::nullopt;
     return it->second;
@@ -44,8 +44,8 @@ class MemoryTxn final : public Txn {
   }
 
   void put(std::string_view key, std::string_view value) override {
-    check_write(key);
-    KAIROS_CHECK_MSG(value.size() <= kMaxValueSize, "value larger than kMaxValueSize");
+    check_write();
+    check_key_limits(key, value);
     // One tree walk for the undo record and the write.
     auto it = data_.lower_bound(key);
     const bool present = it != data_.end() && it->first == key;
@@ -58,7 +58,8 @@ class MemoryTxn final : public Txn {
   }
 
   void erase(std::string_view key) override {
-    check_write(key);
+    check_write();
+    check_key_limits(key);
     auto it = data_.find(key);
     if (it == data_.end()) return;
     remember(key, &it->second);
@@ -76,12 +77,8 @@ class MemoryTxn final : public Txn {
   }
 
  private:
-  static void check_key(std::string_view key) {
-    KAIROS_CHECK_MSG(!key.empty() && key.size() <= kMaxKeySize, "key size out of range");
-  }
-  void check_write(std::string_view key) const {
+  void check_write() const {
     KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
-    check_key(key);
   }
   // Records the key's value before this transaction's first write to it
   // (`current`: its value now, null when absent).

@@ -165,7 +165,7 @@ void ProcessRunner::fail_to_start(RunRequest request, std::function<void(RunOutc
   timers_.post([this, alive = alive_, request = std::move(request), done = std::move(done), status,
                 detail = std::move(detail)] {
     if (!*alive) return;
-    RunOutcome outcome{status, 0, detail};
+    RunOutcome outcome{status, 0, detail, /*started=*/false};
     if (options_.on_exit) {
       ProcessExit e;
       e.request = &request;

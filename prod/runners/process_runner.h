@@ -20,14 +20,16 @@
 //   exit N != 0                         -> kFailed, exit_code N
 //   killed by a signal nobody here sent -> kFailed, exit_code 128 + signal
 //   the program cannot be executed (missing, not executable, not a
-//   program, bad working directory)     -> kFailedPermanent
+//   program, bad working directory)     -> kFailedPermanent, started = false
 //   fork/exec failed for lack of resources (EAGAIN, ENOMEM, EMFILE)
-//                                       -> kFailed (a retry may work)
+//                                       -> kFailed (a retry may work),
+//                                          started = false
 //   request.deadline reached            -> kTimedOut
 //   stop()                              -> kStopped (or the real outcome if
 //                                          the process had already exited)
-//   HttpPayload                         -> kFailedPermanent: "http runner not
-//                                          available in this build"
+//   HttpPayload                         -> kFailedPermanent, started = false:
+//                                          "http runner not available in
+//                                          this build"
 // `detail` says what happened ("exited with code 3", "killed by SIGKILL at
 // the deadline", ...) followed by the last options.output_tail_bytes bytes of
 // the combined stdout/stderr. If options.on_exit is set it receives the same

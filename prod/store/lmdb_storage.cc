@@ -183,7 +183,7 @@ class LmdbTxn final : public Txn {
   absl::Time now() const override { return now_; }
 
   std::optional<std::string> get(std::string_view key) override {
-    check_key(key);
+    check_key_limits(key);
     if (doomed()) return std::nullopt;
     MDB_val k = to_val(key);
     MDB_val v;
@@ -239,8 +239,8 @@ class LmdbTxn final : public Txn {
   }
 
   void put(std::string_view key, std::string_view value) override {
-    check_write(key);
-    KAIROS_CHECK_MSG(value.size() <= kMaxValueSize, "value larger than kMaxValueSize");
+    check_write();
+    check_key_limits(key, value);
     if (doomed()) return;
     MDB_val k = to_val(key);
     MDB_val v = to_val(value);
@@ -249,7 +249,8 @@ class LmdbTxn final : public Txn {
   }
 
   void erase(std::string_view key) override {
-    check_write(key);
+    check_write();
+    check_key_limits(key);
     if (doomed()) return;
     MDB_val k = to_val(key);
     const int rc = mdb_del(txn_, dbi_, &k, nullptr);
@@ -284,12 +285,8 @@ class LmdbTxn final : public Txn {
   const absl::Status& error() const { return error_; }
 
  private:
-  static void check_key(std::string_view key) {
-    KAIROS_CHECK_MSG(!key.empty() && key.size() <= kMaxKeySize, "key size out of range");
-  }
-  void check_write(std::string_view key) const {
+  void check_write() const {
     KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
-    check_key(key);
   }
   static int position_at_or_after(MDB_cursor* c, std::string_view key, MDB_val* k, MDB_val* v) {
     if (key.empty()) return mdb_cursor_get(c, k, v, MDB_FIRST);

@@ -15,16 +15,21 @@ class SimNetwork::Endpoint final : public Transport {
  public:
   Endpoint(SimNetwork& net, NodeId node) : net_(net), node_(node) {}
   void send(PeerId to, std::string message) override {
+    KAIROS_CHECK_MSG(message.size() <= kMaxMessageSize, "message larger than kMaxMessageSize");
     if (to >= net_.world_.node_count()) return;  // unknown peer: dropped
     net_.send_message(node_, static_cast<NodeId>(to), std::move(message));
   }
-  void set_handler(Handler handler) override { handler_ = std::move(handler); }
-  const Handler& handler() const { return handler_; }
+  void set_handler(Handler handler) override {
+    handler_ = handler ? std::make_shared<const Handler>(std::move(handler)) : nullptr;
+  }
+  // Shared, so that a delivery keeps the handler alive while it runs even if
+  // the handler replaces itself.
+  std::shared_ptr<const Handler> handler() const { return handler_; }
 
  private:
   SimNetwork& net_;
   NodeId node_;
-  Handler handler_;
+  std::shared_ptr<const Handler> handler_;
 };
 
 SimNetwork::SimNetwork(World& world, Random random, NetworkConfig config)
@@ -136,7 +141,9 @@ void SimNetwork::deliver(const Message& m, bool replay) {
     }
     ++stats_.delivered;
     Endpoint* e = m.to < endpoints_.size() ? endpoints_[m.to].get() : nullptr;
-    if (e != nullptr && e->handler()) e->handler()(m.from, *m.bytes);
+    if (e == nullptr) return;
+    if (const std::shared_ptr<const Transport::Handler> handler = e->handler())
+      (*handler)(m.from, *m.bytes);
   });
 }
 

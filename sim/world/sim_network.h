@@ -17,6 +17,13 @@
 //                when it is sent or when it would arrive.
 // Nothing is delivered to a crashed node (deliveries are node-scoped world
 // events). Every random choice comes from the network's own Random.
+//
+// As a Transport (core/ports/transport.h): a PeerId is a NodeId (a restarted
+// node keeps it); a send to a PeerId that is no node is dropped; a node may
+// send to itself; a message is handed to the handler installed when it
+// arrives (none installed: dropped); a handler may send and replace itself;
+// the per-node transports live as long as the network. A message larger than
+// kMaxMessageSize is a programming error (KAIROS_CHECK in send()).
 #pragma once
 
 #include <cstdint>

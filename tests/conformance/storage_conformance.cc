@@ -37,7 +37,7 @@ constexpr int kMaxAttempts = 1000;
 // ---------------------------------------------------------------- ModelTxn
 
 std::optional<std::string> ModelTxn::get(std::string_view key) {
-  KAIROS_CHECK(!key.empty() && key.size() <= kMaxKeySize);
+  check_key_limits(key);
   auto it = data_.find(key);
   if (it == data_.end()) return std::nullopt;
   return it->second;
@@ -56,12 +56,13 @@ std::vector<KeyValue> ModelTxn::scan(std::string_view begin, std::string_view en
 
 void ModelTxn::put(std::string_view key, std::string_view value) {
   KAIROS_CHECK(mode_ == TxnMode::kReadWrite);
-  KAIROS_CHECK(!key.empty() && key.size() <= kMaxKeySize);
+  check_key_limits(key, value);
   data_.insert_or_assign(std::string(key), std::string(value));
 }
 
 void ModelTxn::erase(std::string_view key) {
   KAIROS_CHECK(mode_ == TxnMode::kReadWrite);
+  check_key_limits(key);
   auto it = data_.find(key);
   if (it != data_.end()) data_.erase(it);
 }
