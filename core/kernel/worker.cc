@@ -6,6 +6,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/kernel/job_store.h"
+#include "core/kernel/node_support.h"
 
 namespace kairos {
 
@@ -97,21 +98,11 @@ void Worker::stop() {
 }
 
 void Worker::record(Event e) {
-  e.at = clock_.now();
-  if (!e.find("worker")) e.with("worker", config_.worker_id);
-  std::string name = absl::StrCat("kairos_", absl_sv(e.kind), "_total");
-  for (char& c : name)
-    if (c == '.') c = '_';
-  metrics_.counter(name).add();
-  events_.record(std::move(e));
+  record_event(std::move(e), clock_.now(), "worker", config_.worker_id, events_, metrics_);
 }
 
 absl::Duration Worker::backoff(std::uint32_t attempt) {
-  std::int64_t cap = absl::ToInt64Microseconds(config_.retry_backoff_base);
-  const std::int64_t max = absl::ToInt64Microseconds(config_.retry_backoff_max);
-  for (std::uint32_t i = 1; i < attempt && cap < max; ++i) cap *= 2;
-  if (cap > max) cap = max;
-  return absl::Microseconds(random_.between(cap / 2, cap));
+  return retry_backoff(random_, config_.retry_backoff_base, config_.retry_backoff_max, attempt);
 }
 
 void Worker::rotate_node() { node_index_ = (node_index_ + 1) % config_.nodes.size(); }
@@ -274,13 +265,7 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
       if (*alive) on_timeout(id, token);
     });
   }
-  if (config_.bugs.ack_before_effect) {
-    // Planted bug: success is reported before the side effect is known.
-    Report rep;
-    rep.item = wire::WireCompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
-    reports_[id] = std::move(rep);
-    flush_reports();
-  }
+  if (config_.bugs.ack_before_effect) planted_ack_at_start(id, token);
   Alive alive = alive_;
   const RunHandle h = runner_.start(std::move(req), [this, alive, id, token](RunOutcome o) {
     if (*alive) on_run_done(id, token, std::move(o));
@@ -290,6 +275,16 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
     it->second.handle = h;
     it->second.started = true;
   }
+}
+
+void Worker::planted_ack_at_start(const RunId& id, std::uint64_t token) {
+  // Planted bug (ack_before_effect): success is reported before the side
+  // effect is known; the runner's real outcome is then never reported.
+  KAIROS_CHECK(config_.bugs.ack_before_effect);
+  Report rep;
+  rep.item = wire::WireCompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
+  reports_[id] = std::move(rep);
+  flush_reports();
 }
 
 void Worker::arm_deadline(const RunId& id) {
@@ -364,7 +359,7 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
         .with("reason", std::string(a.lost ? "lease lost" : "past lease deadline"));
     record(std::move(e));
   } else if (!config_.bugs.ack_before_effect) {
-    if (config_.crash_point && config_.crash_point("effect-before-complete")) return;
+    if (crashed_at("effect-before-complete")) return;
     Report rep;
     rep.item = wire::WireCompleteItem{id, token, outcome.status, outcome.exit_code,
                                       outcome.detail.substr(0, kMaxDetailSize)};

@@ -111,10 +111,16 @@ class Worker {
   };
   using Alive = std::shared_ptr<bool>;
 
+  bool crashed_at(std::string_view point) const {
+    return config_.crash_point && config_.crash_point(point);
+  }
+
   void on_message(PeerId from, std::string_view bytes);
   void maybe_claim();
   void on_claim_response(wire::ClaimResponse response);
   void start_run(wire::WireGrant grant, absl::Time sent);
+  // Planted bug path (PlantedBugs::ack_before_effect) of start_run.
+  void planted_ack_at_start(const RunId& id, std::uint64_t token);
   void arm_deadline(const RunId& id);
   void on_deadline(const RunId& id);
   void on_timeout(const RunId& id, std::uint64_t token);
