@@ -575,8 +575,7 @@ void SchedulerNode::try_claim(std::uint64_t key) {
 }
 
 void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
-  auto items = std::make_shared<std::vector<RenewItem>>();
-  for (auto& i : request.items) items->push_back(RenewItem{std::move(i.run), i.token});
+  auto items = std::make_shared<std::vector<RenewItem>>(std::move(request.items));
   auto out = std::make_shared<RenewResult>();
   const std::string worker = request.worker_id;
   const absl::Duration ttl = config_.lease.lease_ttl;
@@ -605,10 +604,7 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
 }
 
 void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) {
-  auto items = std::make_shared<std::vector<CompleteItem>>();
-  for (auto& i : request.items)
-    items->push_back(
-        CompleteItem{std::move(i.run), i.token, i.outcome, i.exit_code, std::move(i.detail)});
+  auto items = std::make_shared<std::vector<CompleteItem>>(std::move(request.items));
   auto out = std::make_shared<CompleteResult>();
   const std::string worker = request.worker_id;
   const std::uint64_t request_id = request.request_id;

@@ -160,7 +160,7 @@ absl::StatusOr<Message> decode_renew_request(ByteReader& r) {
   WIRE_READ(n, r.count("count", kMaxBatch, 28), "wire: renew_request.items");
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::string where = absl::StrCat("wire: renew_request.items[", i, "]");
-    WireRenewItem item;
+    RenewItem item;
     WIRE_READ(item.run, get_run(r), where);
     WIRE_READ(item.token, r.u64("token"), where);
     m.items.push_back(std::move(item));
@@ -176,7 +176,7 @@ absl::StatusOr<Message> decode_complete_request(ByteReader& r) {
   WIRE_READ(n, r.count("count", kMaxBatch, 37), "wire: complete_request.items");
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::string where = absl::StrCat("wire: complete_request.items[", i, "]");
-    WireCompleteItem item;
+    CompleteItem item;
     WIRE_READ(item.run, get_run(r), where);
     WIRE_READ(item.token, r.u64("token"), where);
     std::uint8_t outcome;

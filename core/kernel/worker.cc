@@ -282,7 +282,7 @@ void Worker::planted_ack_at_start(const RunId& id, std::uint64_t token) {
   // effect is known; the runner's real outcome is then never reported.
   KAIROS_CHECK(config_.bugs.ack_before_effect);
   Report rep;
-  rep.item = wire::WireCompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
+  rep.item = CompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
   reports_[id] = std::move(rep);
   flush_reports();
 }
@@ -361,8 +361,8 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
   } else if (!config_.bugs.ack_before_effect) {
     if (crashed_at("effect-before-complete")) return;
     Report rep;
-    rep.item = wire::WireCompleteItem{id, token, outcome.status, outcome.exit_code,
-                                      outcome.detail.substr(0, kMaxDetailSize)};
+    rep.item = CompleteItem{id, token, outcome.status, outcome.exit_code,
+                            outcome.detail.substr(0, kMaxDetailSize)};
     reports_[id] = std::move(rep);
     flush_reports();
   }
@@ -377,7 +377,7 @@ void Worker::heartbeat() {
   heartbeat_timer_ = timers_.after(config_.lease.heartbeat_period, [this, alive] {
     if (*alive) heartbeat();
   });
-  std::vector<wire::WireRenewItem> items;
+  std::vector<RenewItem> items;
   for (const auto& [id, a] : active_) {
     if (a.lost || items.size() >= wire::kMaxBatch) continue;
     items.push_back({id, a.grant.token});

@@ -45,6 +45,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
 #include "core/kernel/planted_bugs.h"
+#include "core/kernel/run_ref.h"
 #include "core/kernel/wire.h"
 #include "core/ports/clock.h"
 #include "core/ports/event_log.h"
@@ -101,7 +102,7 @@ class Worker {
     bool timed_out = false;
   };
   struct Report {
-    wire::WireCompleteItem item;
+    CompleteItem item;
     std::uint32_t attempts = 0;
   };
   struct Outstanding {
@@ -154,7 +155,7 @@ class Worker {
   std::optional<TimerId> claim_retry_timer_;
   std::optional<TimerId> heartbeat_timer_;
   // Renewals in flight: request id -> (send time, runs and tokens).
-  std::map<std::uint64_t, std::pair<absl::Time, std::vector<wire::WireRenewItem>>> renews_;
+  std::map<std::uint64_t, std::pair<absl::Time, std::vector<RenewItem>>> renews_;
   std::optional<Outstanding> complete_;
   std::vector<RunId> complete_items_;  // what the in-flight completion carries
   std::optional<TimerId> flush_timer_;
