@@ -59,6 +59,8 @@ SchedulerNode::SchedulerNode(const Clock& clock, Timers& timers, Storage& storag
       shards_(config_.shard_count) {
   const absl::Status s = validate(config_);
   KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+  check_lease_invariants(config_.lease);
+  KAIROS_CHECK(shards_.size() == config_.shard_count);
 }
 
 SchedulerNode::~SchedulerNode() { stop(); }
@@ -283,7 +285,7 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
       [this, shard, known, ttl, out](Txn& txn) {
         return store_.acquire_or_renew(txn, shard, config_.node_id, known, ttl, out.get());
       },
-      [this, shard, out, sent](TxnResult r) {
+      [this, shard, known, out, sent](TxnResult r) {
         ShardState& st = shards_[shard];
         st.leader_txn = false;
         if (r.outcome == CommitOutcome::kUnknown) {
@@ -316,17 +318,30 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
         if (out->kind == LeadershipResult::Kind::kAcquired && st.leader &&
             st.epoch != out->record.epoch)
           lose_leadership(shard, "re-acquired under a new epoch");
+        KAIROS_CHECK(out->record.holder == config_.node_id && out->record.epoch > 0);
+        KAIROS_CHECK_MSG(
+            out->kind != LeadershipResult::Kind::kRenewed || out->record.epoch == known,
+            "a renewal keeps the epoch it renewed");
+        KAIROS_CHECK_MSG(out->record.epoch >= st.highest_epoch,
+                         "the epochs a node leads a shard under only grow");
         st.leader = true;
         st.epoch = out->record.epoch;
+        st.highest_epoch = st.epoch;
         st.leading_until = lease_deadline(sent, config_.lease.leader_ttl,
                                           config_.lease.max_drift_ppm, config_.lease.margin);
         st.renew_at = sent + config_.lease.leader_renew_period;
+        KAIROS_CHECK_MSG(
+            within_lease(sent, st.leading_until, config_.lease.leader_ttl, config_.lease.margin),
+            "the leadership deadline must end a margin inside the leader lease");
+        KAIROS_CHECK_MSG(sent < st.renew_at && st.renew_at < st.leading_until,
+                         "a leader renews before its leadership deadline");
         if (!st.dispatch_txn) run_dispatch(shard);
       });
 }
 
 void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
                                    const absl::Status& status) {
+  KAIROS_CHECK(shard < shards_.size());
   Event e;
   e.kind = "write.rejected_stale_epoch";
   e.with("shard", static_cast<std::uint64_t>(shard))
@@ -341,6 +356,8 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
   ShardState& st = shards_[shard];
   if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
   if (crashed_at("dispatch-before-commit")) return;
+  KAIROS_CHECK_MSG(st.epoch > 0 && st.epoch <= st.highest_epoch,
+                   "a leader writes only under an epoch it acquired");
   st.dispatch_txn = true;
   const LeaderToken token{config_.node_id, st.epoch};
   const std::size_t limit = config_.dispatch_batch;
@@ -415,6 +432,7 @@ void SchedulerNode::planted_create_runs_separately(std::uint32_t shard, const Le
 }
 
 void SchedulerNode::wake_for_due(std::uint32_t shard, absl::Duration in) {
+  KAIROS_CHECK(in < config_.poll_interval);  // otherwise the next tick comes first
   ShardState& st = shards_[shard];
   if (st.wake_timer) timers_.cancel(*st.wake_timer);
   // At least 1ms: a store clock a hair behind this node's would otherwise
@@ -430,6 +448,8 @@ void SchedulerNode::wake_for_due(std::uint32_t shard, absl::Duration in) {
 void SchedulerNode::run_reap(std::uint32_t shard) {
   ShardState& st = shards_[shard];
   if (!st.leader || st.reap_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
+  KAIROS_CHECK_MSG(st.epoch > 0 && st.epoch <= st.highest_epoch,
+                   "a leader writes only under an epoch it acquired");
   st.reap_txn = true;
   const LeaderToken token{config_.node_id, st.epoch};
   const std::size_t limit = config_.reap_batch;
@@ -481,6 +501,9 @@ void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
     p.request = std::move(*c);
     if (p.request.max_runs > config_.max_claim_batch) p.request.max_runs = config_.max_claim_batch;
     if (p.request.wait > config_.max_claim_wait) p.request.wait = config_.max_claim_wait;
+    KAIROS_CHECK(p.request.max_runs >= 1 && p.request.max_runs <= config_.max_claim_batch);
+    KAIROS_CHECK(p.request.wait >= absl::ZeroDuration() &&
+                 p.request.wait <= config_.max_claim_wait);
     p.deadline = clock_.now() + p.request.wait;
     const std::uint64_t key = next_parked_++;
     parked_.emplace(key, std::move(p));
@@ -534,6 +557,12 @@ void SchedulerNode::try_claim(std::uint64_t key) {
         const bool expired = clock_.now() >= p.deadline;
         if (r.committed()) {
           if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
+          KAIROS_CHECK_MSG(out->grants.size() <= p.request.max_runs,
+                           "a claim grants at most the runs asked for");
+          for (const Grant& g : out->grants)
+            KAIROS_CHECK_MSG(g.run.state == RunState::kLeased && g.run.token > 0 &&
+                                 g.run.owner == p.request.worker_id,
+                             "a grant is a run leased to the claiming worker under a token");
           record_all(out->events);
           if (!out->grants.empty() || expired) {
             wire::ClaimResponse resp;
@@ -585,13 +614,14 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
       [this, worker, items, ttl, out](Txn& txn) {
         return store_.renew(txn, worker, *items, ttl, out.get());
       },
-      [this, from, request_id, out, ttl](TxnResult r) {
+      [this, from, request_id, items, out, ttl](TxnResult r) {
         if (!r.committed()) {
           send(from, wire::ErrorMessage{
                          request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
                          absl::StrCat("renew not recorded: ", absl_sv(to_string(r.outcome)))});
           return;
         }
+        KAIROS_CHECK_MSG(out->verdicts.size() == items->size(), "one renew verdict per item");
         record_all(out->events);
         wire::RenewResponse resp;
         resp.request_id = request_id;
@@ -611,7 +641,7 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
   TxnBody body = [this, worker, items, out](Txn& txn) {
     return store_.complete(txn, worker, *items, out.get());
   };
-  auto reply = [this, from, request_id, out](TxnResult r) {
+  auto reply = [this, from, request_id, out, items](TxnResult r) {
     if (!r.committed()) {
       send(from, wire::ErrorMessage{
                      request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
@@ -619,6 +649,7 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
       return;
     }
     if (crashed_at("complete-after-commit-before-ack")) return;
+    KAIROS_CHECK_MSG(out->verdicts.size() == items->size(), "one completion verdict per item");
     record_all(out->events);
     wire::CompleteResponse resp;
     resp.request_id = request_id;

@@ -79,7 +79,7 @@ namespace kairos {
 struct SchedulerNodeConfig {
   std::string node_id;
   std::uint32_t shard_count = 8;
-  absl::Duration poll_interval = absl::Seconds(1);
+  absl::Duration poll_interval = absl::Microseconds(lease_defaults::kPollIntervalUs);
   LeaseConfig lease;
   std::uint32_t dispatch_batch = 256;
   std::uint32_t reap_batch = 256;
@@ -176,6 +176,9 @@ class SchedulerNode {
     // Not leading: the other holder's lease runs (by this node's clock) until
     // about then, so acquisition is not tried before it.
     absl::Time acquire_at = absl::InfinitePast();
+    // The highest epoch this node has led the shard under: epochs it uses
+    // only grow (the store's epoch never goes back).
+    std::uint64_t highest_epoch = 0;
     bool leader_txn = false;
     bool dispatch_txn = false;
     bool reap_txn = false;

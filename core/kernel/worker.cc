@@ -50,6 +50,8 @@ Worker::Worker(const Clock& clock, Timers& timers, Transport& transport, Runner&
       alive_(std::make_shared<bool>(true)) {
   const absl::Status s = validate(config_);
   KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+  check_lease_invariants(config_.lease);
+  KAIROS_CHECK(config_.claim_wait * 2 <= config_.lease.lease_ttl);
 }
 
 Worker::~Worker() { stop(); }
@@ -108,6 +110,7 @@ absl::Duration Worker::backoff(std::uint32_t attempt) {
 void Worker::rotate_node() { node_index_ = (node_index_ + 1) % config_.nodes.size(); }
 
 void Worker::send(const wire::Message& m) {
+  KAIROS_CHECK(node_index_ < config_.nodes.size());
   transport_.send(config_.nodes[node_index_], wire::encode(m));
 }
 
@@ -166,6 +169,7 @@ void Worker::maybe_claim() {
   if (stopped_ || claim_ || claim_retry_timer_) return;
   if (active_.size() >= config_.max_concurrent) return;
   const auto capacity = static_cast<std::uint32_t>(config_.max_concurrent - active_.size());
+  KAIROS_CHECK(capacity >= 1 && capacity <= wire::kMaxBatch);  // what the decoder accepts
   wire::ClaimRequest req;
   req.request_id = next_request_id();
   req.worker_id = config_.worker_id;
@@ -234,9 +238,12 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
     record(std::move(e));
     return;
   }
+  KAIROS_CHECK_MSG(within_lease(sent, deadline, grant.lease_ttl, config_.lease.margin),
+                   "a run deadline must end a margin inside the run lease");
   if (auto it = active_.find(id); it != active_.end()) {
     // A newer grant for a run we still think we hold: our old lease lapsed.
     if (it->second.grant.token >= grant.token) return;  // a replayed grant
+    KAIROS_CHECK(grant.token > it->second.grant.token);
     Active old = std::move(it->second);
     active_.erase(it);
     if (old.deadline_timer) timers_.cancel(*old.deadline_timer);
@@ -257,7 +264,10 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
   Active a;
   a.grant = std::move(grant);
   a.lease_deadline = deadline;
-  active_.emplace(id, std::move(a));
+  a.lease_sent = sent;
+  a.lease_ttl = a.grant.lease_ttl;
+  const bool inserted = active_.emplace(id, std::move(a)).second;
+  KAIROS_CHECK_MSG(inserted, "a worker holds at most one token per run");
   arm_deadline(id);
   {
     Alive alive = alive_;
@@ -281,6 +291,8 @@ void Worker::planted_ack_at_start(const RunId& id, std::uint64_t token) {
   // Planted bug (ack_before_effect): success is reported before the side
   // effect is known; the runner's real outcome is then never reported.
   KAIROS_CHECK(config_.bugs.ack_before_effect);
+  auto held = active_.find(id);
+  KAIROS_CHECK(held != active_.end() && held->second.grant.token == token);
   Report rep;
   rep.item = CompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
   reports_[id] = std::move(rep);
@@ -308,6 +320,7 @@ void Worker::on_deadline(const RunId& id) {
     return;
   }
   if (a.lost) return;
+  KAIROS_CHECK(within_lease(a.lease_sent, a.lease_deadline, a.lease_ttl, config_.lease.margin));
   a.lost = true;
   Event e;
   e.kind = "worker.lease_deadline";
@@ -360,6 +373,12 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
     record(std::move(e));
   } else if (!config_.bugs.ack_before_effect) {
     if (crashed_at("effect-before-complete")) return;
+    // Reported only while held: the lease not lost, its deadline (a margin
+    // inside the lease) not passed, and the token the one granted.
+    KAIROS_CHECK_MSG(
+        !a.lost && clock_.now() < a.lease_deadline && a.grant.token == token &&
+            within_lease(a.lease_sent, a.lease_deadline, a.lease_ttl, config_.lease.margin),
+        "a worker reports completion only for a run it holds");
     Report rep;
     rep.item = CompleteItem{id, token, outcome.status, outcome.exit_code,
                             outcome.detail.substr(0, kMaxDetailSize)};
@@ -383,6 +402,7 @@ void Worker::heartbeat() {
     items.push_back({id, a.grant.token});
   }
   if (items.empty()) return;
+  KAIROS_CHECK(items.size() <= wire::kMaxBatch);
   wire::RenewRequest req;
   req.request_id = next_request_id();
   req.worker_id = config_.worker_id;
@@ -411,7 +431,11 @@ void Worker::on_renew_response(const wire::RenewResponse& response) {
       const absl::Time d =
           lease_deadline(sent, v.lease_ttl, config_.lease.max_drift_ppm, config_.lease.margin);
       if (d > a.lease_deadline) {
+        KAIROS_CHECK_MSG(within_lease(sent, d, v.lease_ttl, config_.lease.margin),
+                         "a renewed run deadline must end a margin inside the renewed lease");
         a.lease_deadline = d;
+        a.lease_sent = sent;
+        a.lease_ttl = v.lease_ttl;
         arm_deadline(items[i].run);
       }
       metrics_.counter("kairos_worker_renewals_total").add();
@@ -445,6 +469,8 @@ void Worker::flush_reports() {
     req.items.push_back(rep.item);
     complete_items_.push_back(id);
   }
+  KAIROS_CHECK(!req.items.empty() && req.items.size() <= wire::kMaxBatch &&
+               req.items.size() == complete_items_.size());
   Alive alive = alive_;
   const std::uint64_t rid = req.request_id;
   Outstanding o;

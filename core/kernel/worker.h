@@ -61,7 +61,8 @@ struct WorkerConfig {
   std::string worker_id;
   std::vector<PeerId> nodes;  // scheduler nodes, tried in turn after a timeout
   std::uint32_t max_concurrent = 4;
-  absl::Duration claim_wait = absl::Seconds(10);  // long-poll bound sent to the node
+  // Long-poll bound sent to the node.
+  absl::Duration claim_wait = absl::Microseconds(lease_defaults::kClaimWaitUs);
   LeaseConfig lease;  // heartbeat_period, max_drift_ppm, margin, rpc_timeout
   std::uint32_t max_report_attempts = 8;
   absl::Duration retry_backoff_base = absl::Milliseconds(50);
@@ -94,6 +95,10 @@ class Worker {
     RunHandle handle = 0;
     bool started = false;
     absl::Time lease_deadline;
+    // Where lease_deadline comes from: the send time of the claim or renewal
+    // that took or last extended the lease, and the lease length granted.
+    absl::Time lease_sent;
+    absl::Duration lease_ttl;
     std::optional<TimerId> deadline_timer;
     bool lost = false;  // stopped by deadline or rejected renewal: report nothing
     // Per-run timeout (issue 6), separate from the lease: at start + the
