@@ -40,6 +40,7 @@
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/policy.h"
 #include "core/kernel/records.h"
+#include "core/kernel/run_ref.h"
 #include "core/ports/event_log.h"
 #include "core/ports/runner.h"
 #include "core/ports/storage.h"
@@ -192,10 +193,6 @@ enum class WriteVerdict : std::uint8_t {
 };
 std::string_view to_string(WriteVerdict v);
 
-struct RenewItem {
-  RunId run;
-  std::uint64_t token = 0;
-};
 struct RenewVerdict {
   WriteVerdict verdict = WriteVerdict::kUnknownRun;
   absl::Time lease_expiry;  // store clock, when accepted
@@ -206,13 +203,6 @@ struct RenewResult {
   std::vector<Event> events;
 };
 
-struct CompleteItem {
-  RunId run;
-  std::uint64_t token = 0;
-  RunStatus outcome = RunStatus::kSucceeded;
-  std::int32_t exit_code = 0;
-  std::string detail;
-};
 struct CompleteVerdict {
   WriteVerdict verdict = WriteVerdict::kUnknownRun;
   std::string reason;

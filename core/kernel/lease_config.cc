@@ -1,5 +1,8 @@
 #include "core/kernel/lease_config.h"
 
+#include <algorithm>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 
@@ -14,6 +17,22 @@ static_assert(d::kHeartbeatUs * 2 + d::kRpcTimeoutUs <=
 static_assert(d::kLeaderRenewUs * 2 + d::kRpcTimeoutUs <=
                   d::effective_us(d::kLeaderTtlUs, d::kMaxDriftPpm, d::kMarginUs),
               "two leader renewals and an rpc timeout must fit in the effective leader lease");
+static_assert(d::kMarginUs > 0 && d::kRpcTimeoutUs > 0 && d::kHeartbeatUs > 0 &&
+                  d::kLeaderRenewUs > 0,
+              "lease periods must be positive");
+static_assert(d::effective_us(d::kLeaseTtlUs, d::kMaxDriftPpm, d::kMarginUs) + d::kMarginUs <=
+                  d::kLeaseTtlUs,
+              "a worker's run deadline must end a margin inside the run lease");
+static_assert(d::effective_us(d::kLeaderTtlUs, d::kMaxDriftPpm, d::kMarginUs) + d::kMarginUs <=
+                  d::kLeaderTtlUs,
+              "a node's leadership deadline must end a margin inside the leader lease");
+static_assert(d::kPollIntervalUs <= d::kLeaderRenewUs,
+              "leader renewals ride on ticks: the default poll must not exceed the renew period");
+static_assert(d::kClaimWaitUs * 2 <= d::kLeaseTtlUs,
+              "the default long-poll wait must be at most half of the run lease");
+static_assert(d::kClaimWaitUs + d::kRpcTimeoutUs <
+                  d::effective_us(d::kLeaseTtlUs, d::kMaxDriftPpm, d::kMarginUs),
+              "a grant answered at the end of a default long poll must still arrive in its lease");
 
 namespace {
 std::int64_t us(absl::Duration x) { return absl::ToInt64Microseconds(x); }
@@ -51,10 +70,34 @@ absl::Status validate(const LeaseConfig& c) {
   return absl::OkStatus();
 }
 
+void check_lease_invariants(const LeaseConfig& c) {
+  const absl::Status s = validate(c);
+  KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+  const std::int64_t eff = us(effective_lease(c.lease_ttl, c));
+  const std::int64_t leff = us(effective_lease(c.leader_ttl, c));
+  KAIROS_CHECK_MSG(eff > 0 && eff + us(c.margin) <= us(c.lease_ttl),
+                   "the effective run lease must be positive and a margin inside the lease");
+  KAIROS_CHECK_MSG(leff > 0 && leff + us(c.margin) <= us(c.leader_ttl),
+                   "the effective leader lease must be positive and a margin inside the lease");
+  KAIROS_CHECK_MSG(us(c.heartbeat_period) * 2 + us(c.rpc_timeout) <= eff,
+                   "two heartbeats and an rpc timeout must fit in the effective run lease");
+  KAIROS_CHECK_MSG(us(c.leader_renew_period) * 2 + us(c.rpc_timeout) <= leff,
+                   "two leader renewals and an rpc timeout must fit in the effective leader lease");
+  KAIROS_CHECK(us(c.margin) * 2 >= us(c.rpc_timeout));
+}
+
+absl::Duration effective_lease(absl::Duration ttl, const LeaseConfig& c) {
+  return absl::Microseconds(d::effective_us(us(ttl), c.max_drift_ppm, us(c.margin)));
+}
+
 absl::Time lease_deadline(absl::Time sent, absl::Duration ttl, std::int64_t max_drift_ppm,
                           absl::Duration margin) {
   KAIROS_CHECK(max_drift_ppm >= 0 && max_drift_ppm <= 1'000'000);
   return sent + absl::Microseconds(d::effective_us(us(ttl), max_drift_ppm, us(margin)));
+}
+
+bool within_lease(absl::Time sent, absl::Time deadline, absl::Duration ttl, absl::Duration margin) {
+  return us(deadline - sent) <= std::max<std::int64_t>(us(ttl), 0) - us(margin);
 }
 
 }  // namespace kairos

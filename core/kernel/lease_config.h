@@ -13,7 +13,17 @@
 //
 // The defaults are compile-time checked (static_assert in lease_config.cc);
 // validate() checks configuration given at runtime with errors naming the
-// field. All arithmetic is integer microseconds.
+// field, and check_lease_invariants() re-derives the relations from a config
+// validate() accepted (a failure there is a bug in validate, not bad input).
+// All arithmetic is integer microseconds.
+//
+// Clock safety. A holder acts until lease_deadline(sent, ttl) on its own
+// clock, `sent` being when it sent the request that took or renewed the
+// lease. The store starts the lease no earlier than `sent`, so while the
+// holder's clock runs at most max_drift slow the holder stops at least
+// `margin` before the store's lease can lapse: within_lease() states that
+// inequality, and the node and the worker check it wherever they derive a
+// deadline.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +41,11 @@ inline constexpr std::int64_t kMarginUs = 2'000'000;
 inline constexpr std::int64_t kRpcTimeoutUs = 2'000'000;
 inline constexpr std::int64_t kLeaderTtlUs = 10'000'000;
 inline constexpr std::int64_t kLeaderRenewUs = 2'500'000;
+// The node's tick (SchedulerNodeConfig::poll_interval) and the worker's
+// long-poll bound (WorkerConfig::claim_wait): not lease values, but their
+// defaults must fit the lease defaults above.
+inline constexpr std::int64_t kPollIntervalUs = 1'000'000;
+inline constexpr std::int64_t kClaimWaitUs = 10'000'000;
 
 constexpr std::int64_t effective_us(std::int64_t ttl, std::int64_t drift_ppm, std::int64_t margin) {
   return ttl - ttl / 1'000'000 * drift_ppm - (ttl % 1'000'000) * drift_ppm / 1'000'000 - margin;
@@ -53,9 +68,24 @@ struct LeaseConfig {
 // Errors name the field ("lease.heartbeat_period: ...").
 absl::Status validate(const LeaseConfig& c);
 
+// Aborts unless `c` passed validate() and the relations above hold for its
+// derived values (effective run and leader leases, heartbeat and renewal
+// periods inside them). The node and the worker call it on their config.
+void check_lease_invariants(const LeaseConfig& c);
+
+// ttl x (1 - max_drift) - margin: how long after sending its request a holder
+// may act on a lease of `ttl` (may be negative for a tiny ttl).
+absl::Duration effective_lease(absl::Duration ttl, const LeaseConfig& c);
+
 // The latest local time at which a holder may still act on a lease of `ttl`
 // whose request it sent at `sent` (its own clock): sent + ttl*(1-drift) - margin.
 absl::Time lease_deadline(absl::Time sent, absl::Duration ttl, std::int64_t max_drift_ppm,
                           absl::Duration margin);
+
+// The clock-safety inequality: acting until `deadline` on a request sent at
+// `sent` ends at least `margin` before a lease of `ttl` (a non-positive ttl
+// counts as 0) started no earlier than `sent` lapses. In whole microseconds,
+// as lease_deadline() computes: deadline - sent <= max(ttl, 0) - margin.
+bool within_lease(absl::Time sent, absl::Time deadline, absl::Duration ttl, absl::Duration margin);
 
 }  // namespace kairos

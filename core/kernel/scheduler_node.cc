@@ -7,6 +7,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/kernel/keyspace.h"
+#include "core/kernel/node_support.h"
 
 namespace kairos {
 
@@ -58,6 +59,8 @@ SchedulerNode::SchedulerNode(const Clock& clock, Timers& timers, Storage& storag
       shards_(config_.shard_count) {
   const absl::Status s = validate(config_);
   KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+  check_lease_invariants(config_.lease);
+  KAIROS_CHECK(shards_.size() == config_.shard_count);
 }
 
 SchedulerNode::~SchedulerNode() { stop(); }
@@ -117,13 +120,7 @@ std::uint64_t SchedulerNode::epoch(std::uint32_t shard) const {
 }
 
 void SchedulerNode::record(Event event) {
-  event.at = clock_.now();
-  if (!event.find("node")) event.with("node", config_.node_id);
-  std::string name = absl::StrCat("kairos_", absl_sv(event.kind), "_total");
-  for (char& c : name)
-    if (c == '.') c = '_';
-  metrics_.counter(name).add();
-  events_.record(std::move(event));
+  record_event(std::move(event), clock_.now(), "node", config_.node_id, events_, metrics_);
 }
 
 void SchedulerNode::record_all(std::vector<Event>& events) {
@@ -139,32 +136,39 @@ void SchedulerNode::count_txn(std::string_view op, const TxnResult& result) {
 }
 
 absl::Duration SchedulerNode::backoff(std::uint32_t attempt) {
-  // base * 2^(attempt-1), capped, then full jitter in [cap/2, cap].
-  std::int64_t cap = absl::ToInt64Microseconds(config_.retry_backoff_base);
-  const std::int64_t max = absl::ToInt64Microseconds(config_.retry_backoff_max);
-  for (std::uint32_t i = 1; i < attempt && cap < max; ++i) cap *= 2;
-  if (cap > max) cap = max;
-  return absl::Microseconds(random_.between(cap / 2, cap));
+  return retry_backoff(random_, config_.retry_backoff_base, config_.retry_backoff_max, attempt);
+}
+
+void SchedulerNode::transact_once(std::string_view op, TxnBody body,
+                                  std::function<void(TxnResult)> done, TxnMode mode) {
+  Alive alive = alive_;
+  storage_.transact(
+      std::move(body),
+      [this, alive, op_name = std::string(op), done = std::move(done)](TxnResult result) {
+        if (!*alive) return;
+        if (!op_name.empty()) count_txn(op_name, result);
+        done(std::move(result));
+      },
+      mode);
 }
 
 void SchedulerNode::transact_retrying(std::string_view op, TxnBody body,
                                       std::function<void(TxnResult)> done, TxnMode mode,
                                       std::uint32_t attempt) {
-  Alive alive = alive_;
-  std::string op_name(op);
+  KAIROS_CHECK(!op.empty());
+  KAIROS_CHECK(attempt >= 1 && attempt <= config_.max_txn_attempts);
   TxnBody body_copy = body;
-  storage_.transact(
-      std::move(body_copy),
-      [this, alive, op_name, body = std::move(body), done = std::move(done), mode,
+  transact_once(
+      op, std::move(body_copy),
+      [this, op_name = std::string(op), body = std::move(body), done = std::move(done), mode,
        attempt](TxnResult result) mutable {
-        if (!*alive) return;
-        count_txn(op_name, result);
         const bool definite = result.outcome == CommitOutcome::kCommitted ||
                               result.outcome == CommitOutcome::kAborted;
         if (definite || attempt >= config_.max_txn_attempts) {
           done(std::move(result));
           return;
         }
+        Alive alive = alive_;
         timers_.after(backoff(attempt), [this, alive, op_name, body = std::move(body),
                                          done = std::move(done), mode, attempt]() mutable {
           if (!*alive) return;
@@ -182,22 +186,20 @@ void SchedulerNode::tick() {
   if (!initialized_) {
     if (init_txn_) return;
     init_txn_ = true;
-    Alive alive = alive_;
-    storage_.transact([this](Txn& txn) { return store_.init(txn); },
-                      [this, alive](TxnResult r) {
-                        if (!*alive) return;
-                        init_txn_ = false;
-                        count_txn("init", r);
-                        if (r.committed()) {
-                          initialized_ = true;
-                          tick();
-                        } else if (r.outcome == CommitOutcome::kAborted) {
-                          Event e;
-                          e.kind = "node.init_failed";
-                          e.with("error", std::string(r.status.message()));
-                          record(std::move(e));
-                        }
-                      });
+    transact_once(
+        "init", [this](Txn& txn) { return store_.init(txn); },
+        [this](TxnResult r) {
+          init_txn_ = false;
+          if (r.committed()) {
+            initialized_ = true;
+            tick();
+          } else if (r.outcome == CommitOutcome::kAborted) {
+            Event e;
+            e.kind = "node.init_failed";
+            e.with("error", std::string(r.status.message()));
+            record(std::move(e));
+          }
+        });
     return;
   }
   probe_clock();
@@ -223,14 +225,13 @@ void SchedulerNode::probe_clock() {
   clock_probe_txn_ = true;
   auto store_now = std::make_shared<absl::Time>();
   const absl::Time sent = clock_.now();
-  Alive alive = alive_;
-  storage_.transact(
+  transact_once(
+      kUncounted,
       [store_now](Txn& txn) {
         *store_now = txn.now();
         return absl::OkStatus();
       },
-      [this, alive, store_now, sent](TxnResult r) {
-        if (!*alive) return;
+      [this, store_now, sent](TxnResult r) {
         clock_probe_txn_ = false;
         if (!r.committed()) return;  // no reading: keep the last verdict
         const absl::Time received = clock_.now();
@@ -277,18 +278,16 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
   st.leader_txn = true;
   const std::uint64_t known = st.leader ? st.epoch : st.pending_epoch;
   auto out = std::make_shared<LeadershipResult>();
-  Alive alive = alive_;
   const absl::Time sent = now;
   const absl::Duration ttl = config_.lease.leader_ttl;
-  storage_.transact(
+  transact_once(
+      "leader",
       [this, shard, known, ttl, out](Txn& txn) {
         return store_.acquire_or_renew(txn, shard, config_.node_id, known, ttl, out.get());
       },
-      [this, alive, shard, out, sent](TxnResult r) {
-        if (!*alive) return;
+      [this, shard, known, out, sent](TxnResult r) {
         ShardState& st = shards_[shard];
         st.leader_txn = false;
-        count_txn("leader", r);
         if (r.outcome == CommitOutcome::kUnknown) {
           // It may have applied: remember the epoch so the next attempt can
           // adopt it instead of bumping again. Leadership is not extended.
@@ -319,17 +318,30 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
         if (out->kind == LeadershipResult::Kind::kAcquired && st.leader &&
             st.epoch != out->record.epoch)
           lose_leadership(shard, "re-acquired under a new epoch");
+        KAIROS_CHECK(out->record.holder == config_.node_id && out->record.epoch > 0);
+        KAIROS_CHECK_MSG(
+            out->kind != LeadershipResult::Kind::kRenewed || out->record.epoch == known,
+            "a renewal keeps the epoch it renewed");
+        KAIROS_CHECK_MSG(out->record.epoch >= st.highest_epoch,
+                         "the epochs a node leads a shard under only grow");
         st.leader = true;
         st.epoch = out->record.epoch;
+        st.highest_epoch = st.epoch;
         st.leading_until = lease_deadline(sent, config_.lease.leader_ttl,
                                           config_.lease.max_drift_ppm, config_.lease.margin);
         st.renew_at = sent + config_.lease.leader_renew_period;
+        KAIROS_CHECK_MSG(
+            within_lease(sent, st.leading_until, config_.lease.leader_ttl, config_.lease.margin),
+            "the leadership deadline must end a margin inside the leader lease");
+        KAIROS_CHECK_MSG(sent < st.renew_at && st.renew_at < st.leading_until,
+                         "a leader renews before its leadership deadline");
         if (!st.dispatch_txn) run_dispatch(shard);
       });
 }
 
 void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
                                    const absl::Status& status) {
+  KAIROS_CHECK(shard < shards_.size());
   Event e;
   e.kind = "write.rejected_stale_epoch";
   e.with("shard", static_cast<std::uint64_t>(shard))
@@ -344,20 +356,20 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
   ShardState& st = shards_[shard];
   if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
   if (crashed_at("dispatch-before-commit")) return;
+  KAIROS_CHECK_MSG(st.epoch > 0 && st.epoch <= st.highest_epoch,
+                   "a leader writes only under an epoch it acquired");
   st.dispatch_txn = true;
   const LeaderToken token{config_.node_id, st.epoch};
   const std::size_t limit = config_.dispatch_batch;
   auto out = std::make_shared<DispatchResult>();
-  Alive alive = alive_;
-  storage_.transact(
+  transact_once(
+      "dispatch",
       [this, shard, token, limit, out](Txn& txn) {
         return store_.dispatch(txn, shard, token, limit, out.get());
       },
-      [this, alive, shard, token, out](TxnResult r) {
-        if (!*alive) return;
+      [this, shard, token, out](TxnResult r) {
         ShardState& st = shards_[shard];
         st.dispatch_txn = false;
-        count_txn("dispatch", r);
         if (r.outcome == CommitOutcome::kAborted) {
           if (r.status.code() == absl::StatusCode::kFailedPrecondition)
             on_stale_epoch(shard, "dispatch", r.status);
@@ -365,41 +377,14 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
         }
         if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure &&
             !out->dispatched.empty()) {
-          // Planted bug: take "unknown" as "not applied" and create the runs
-          // again without the idempotency check.
-          auto runs = std::make_shared<std::vector<RunRecord>>(out->dispatched);
-          auto again = std::make_shared<DispatchResult>();
-          storage_.transact(
-              [this, shard, token, runs, again](Txn& txn) {
-                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/false,
-                                          again.get());
-              },
-              [this, alive, again](TxnResult r2) {
-                if (!*alive) return;
-                if (r2.committed()) record_all(again->events);
-              });
+          planted_redispatch_after_unknown(shard, token, out->dispatched);
           return;
         }
         if (!r.committed()) return;  // the next tick re-reads the due index
         if (!out->dispatched.empty() && crashed_at("dispatch-after-commit-before-reply")) return;
         record_all(out->events);
-        if (config_.bugs.non_atomic_dispatch && !out->to_create.empty()) {
-          // Planted bug: the runs are created in a second transaction.
-          auto runs = std::make_shared<std::vector<RunRecord>>(out->to_create);
-          auto second = std::make_shared<DispatchResult>();
-          storage_.transact(
-              [this, shard, token, runs, second](Txn& txn) {
-                return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/true,
-                                          second.get());
-              },
-              [this, alive, second](TxnResult r2) {
-                if (!*alive) return;
-                if (r2.committed()) {
-                  record_all(second->events);
-                  serve_parked();
-                }
-              });
-        }
+        if (config_.bugs.non_atomic_dispatch && !out->to_create.empty())
+          planted_create_runs_separately(shard, token, out->to_create);
         if (!out->dispatched.empty()) serve_parked();
         if (out->more) {
           run_dispatch(shard);
@@ -409,7 +394,45 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
       });
 }
 
+void SchedulerNode::planted_redispatch_after_unknown(std::uint32_t shard, const LeaderToken& token,
+                                                     const std::vector<RunRecord>& dispatched) {
+  // Planted bug (unknown_as_failure): take "unknown" as "not applied" and
+  // create the runs again without the idempotency check.
+  KAIROS_CHECK(config_.bugs.unknown_as_failure);
+  auto runs = std::make_shared<std::vector<RunRecord>>(dispatched);
+  auto again = std::make_shared<DispatchResult>();
+  transact_once(
+      kUncounted,
+      [this, shard, token, runs, again](Txn& txn) {
+        return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/false, again.get());
+      },
+      [this, again](TxnResult r) {
+        if (r.committed()) record_all(again->events);
+      });
+}
+
+void SchedulerNode::planted_create_runs_separately(std::uint32_t shard, const LeaderToken& token,
+                                                   const std::vector<RunRecord>& to_create) {
+  // Planted bug (non_atomic_dispatch): the runs are created in a second
+  // transaction, after the due entry already moved on.
+  KAIROS_CHECK(config_.bugs.non_atomic_dispatch);
+  auto runs = std::make_shared<std::vector<RunRecord>>(to_create);
+  auto second = std::make_shared<DispatchResult>();
+  transact_once(
+      kUncounted,
+      [this, shard, token, runs, second](Txn& txn) {
+        return store_.create_runs(txn, shard, token, *runs, /*idempotent=*/true, second.get());
+      },
+      [this, second](TxnResult r) {
+        if (r.committed()) {
+          record_all(second->events);
+          serve_parked();
+        }
+      });
+}
+
 void SchedulerNode::wake_for_due(std::uint32_t shard, absl::Duration in) {
+  KAIROS_CHECK(in < config_.poll_interval);  // otherwise the next tick comes first
   ShardState& st = shards_[shard];
   if (st.wake_timer) timers_.cancel(*st.wake_timer);
   // At least 1ms: a store clock a hair behind this node's would otherwise
@@ -425,27 +448,29 @@ void SchedulerNode::wake_for_due(std::uint32_t shard, absl::Duration in) {
 void SchedulerNode::run_reap(std::uint32_t shard) {
   ShardState& st = shards_[shard];
   if (!st.leader || st.reap_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
+  KAIROS_CHECK_MSG(st.epoch > 0 && st.epoch <= st.highest_epoch,
+                   "a leader writes only under an epoch it acquired");
   st.reap_txn = true;
   const LeaderToken token{config_.node_id, st.epoch};
   const std::size_t limit = config_.reap_batch;
   auto out = std::make_shared<ReapResult>();
-  Alive alive = alive_;
-  storage_.transact([this, shard, token, limit,
-                     out](Txn& txn) { return store_.reap(txn, shard, token, limit, out.get()); },
-                    [this, alive, shard, out](TxnResult r) {
-                      if (!*alive) return;
-                      shards_[shard].reap_txn = false;
-                      count_txn("reap", r);
-                      if (r.outcome == CommitOutcome::kAborted) {
-                        if (r.status.code() == absl::StatusCode::kFailedPrecondition)
-                          on_stale_epoch(shard, "reap", r.status);
-                        return;
-                      }
-                      if (!r.committed()) return;
-                      record_all(out->events);
-                      if (!out->requeued.empty()) serve_parked();
-                      if (out->more) run_reap(shard);
-                    });
+  transact_once(
+      "reap",
+      [this, shard, token, limit, out](Txn& txn) {
+        return store_.reap(txn, shard, token, limit, out.get());
+      },
+      [this, shard, out](TxnResult r) {
+        shards_[shard].reap_txn = false;
+        if (r.outcome == CommitOutcome::kAborted) {
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition)
+            on_stale_epoch(shard, "reap", r.status);
+          return;
+        }
+        if (!r.committed()) return;
+        record_all(out->events);
+        if (!out->requeued.empty()) serve_parked();
+        if (out->more) run_reap(shard);
+      });
 }
 
 // ---------------------------------------------------------------------------
@@ -476,6 +501,9 @@ void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
     p.request = std::move(*c);
     if (p.request.max_runs > config_.max_claim_batch) p.request.max_runs = config_.max_claim_batch;
     if (p.request.wait > config_.max_claim_wait) p.request.wait = config_.max_claim_wait;
+    KAIROS_CHECK(p.request.max_runs >= 1 && p.request.max_runs <= config_.max_claim_batch);
+    KAIROS_CHECK(p.request.wait >= absl::ZeroDuration() &&
+                 p.request.wait <= config_.max_claim_wait);
     p.deadline = clock_.now() + p.request.wait;
     const std::uint64_t key = next_parked_++;
     parked_.emplace(key, std::move(p));
@@ -519,61 +547,64 @@ void SchedulerNode::try_claim(std::uint64_t key) {
   args.ttl = config_.lease.lease_ttl;
   args.first_shard = claim_rotation_++ % config_.shard_count;
   auto out = std::make_shared<ClaimResult>();
-  Alive alive = alive_;
-  storage_.transact([this, args, out](Txn& txn) { return store_.claim(txn, args, out.get()); },
-                    [this, alive, key, out](TxnResult r) {
-                      if (!*alive) return;
-                      count_txn("claim", r);
-                      auto it = parked_.find(key);
-                      if (it == parked_.end()) return;
-                      Parked& p = it->second;
-                      p.in_flight = false;
-                      const bool expired = clock_.now() >= p.deadline;
-                      if (r.committed()) {
-                        if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
-                        record_all(out->events);
-                        if (!out->grants.empty() || expired) {
-                          wire::ClaimResponse resp;
-                          resp.request_id = p.request.request_id;
-                          for (auto& g : out->grants) {
-                            wire::WireGrant wg;
-                            wg.run = g.run.id;
-                            wg.attempt = g.run.attempt;
-                            wg.token = g.run.token;
-                            wg.lease_ttl = config_.lease.lease_ttl;
-                            wg.payload = std::move(g.payload);
-                            wg.timeout = g.timeout;
-                            resp.grants.push_back(std::move(wg));
-                          }
-                          send(p.peer, resp);
-                          parked_.erase(it);
-                        }
-                        return;
-                      }
-                      if (r.outcome == CommitOutcome::kAborted) {
-                        send(p.peer, wire::ErrorMessage{p.request.request_id,
-                                                        static_cast<std::uint32_t>(r.status.code()),
-                                                        std::string(r.status.message())});
-                        parked_.erase(it);
-                        return;
-                      }
-                      // Conflict, unavailable or unknown: never hand out these grants (an
-                      // unknown claim's leases lapse). Stay parked until the deadline.
-                      if (expired) {
-                        send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
-                        parked_.erase(it);
-                      } else if (r.outcome == CommitOutcome::kConflict) {
-                        Alive a = alive_;
-                        timers_.after(backoff(1), [this, a, key] {
-                          if (*a) try_claim(key);
-                        });
-                      }
-                    });
+  transact_once(
+      "claim", [this, args, out](Txn& txn) { return store_.claim(txn, args, out.get()); },
+      [this, key, out](TxnResult r) {
+        auto it = parked_.find(key);
+        if (it == parked_.end()) return;
+        Parked& p = it->second;
+        p.in_flight = false;
+        const bool expired = clock_.now() >= p.deadline;
+        if (r.committed()) {
+          if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
+          KAIROS_CHECK_MSG(out->grants.size() <= p.request.max_runs,
+                           "a claim grants at most the runs asked for");
+          for (const Grant& g : out->grants)
+            KAIROS_CHECK_MSG(g.run.state == RunState::kLeased && g.run.token > 0 &&
+                                 g.run.owner == p.request.worker_id,
+                             "a grant is a run leased to the claiming worker under a token");
+          record_all(out->events);
+          if (!out->grants.empty() || expired) {
+            wire::ClaimResponse resp;
+            resp.request_id = p.request.request_id;
+            for (auto& g : out->grants) {
+              wire::WireGrant wg;
+              wg.run = g.run.id;
+              wg.attempt = g.run.attempt;
+              wg.token = g.run.token;
+              wg.lease_ttl = config_.lease.lease_ttl;
+              wg.payload = std::move(g.payload);
+              wg.timeout = g.timeout;
+              resp.grants.push_back(std::move(wg));
+            }
+            send(p.peer, resp);
+            parked_.erase(it);
+          }
+          return;
+        }
+        if (r.outcome == CommitOutcome::kAborted) {
+          send(p.peer,
+               wire::ErrorMessage{p.request.request_id, static_cast<std::uint32_t>(r.status.code()),
+                                  std::string(r.status.message())});
+          parked_.erase(it);
+          return;
+        }
+        // Conflict, unavailable or unknown: never hand out these grants (an
+        // unknown claim's leases lapse). Stay parked until the deadline.
+        if (expired) {
+          send(p.peer, wire::ClaimResponse{p.request.request_id, {}});
+          parked_.erase(it);
+        } else if (r.outcome == CommitOutcome::kConflict) {
+          Alive a = alive_;
+          timers_.after(backoff(1), [this, a, key] {
+            if (*a) try_claim(key);
+          });
+        }
+      });
 }
 
 void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
-  auto items = std::make_shared<std::vector<RenewItem>>();
-  for (auto& i : request.items) items->push_back(RenewItem{std::move(i.run), i.token});
+  auto items = std::make_shared<std::vector<RenewItem>>(std::move(request.items));
   auto out = std::make_shared<RenewResult>();
   const std::string worker = request.worker_id;
   const absl::Duration ttl = config_.lease.lease_ttl;
@@ -583,13 +614,14 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
       [this, worker, items, ttl, out](Txn& txn) {
         return store_.renew(txn, worker, *items, ttl, out.get());
       },
-      [this, from, request_id, out, ttl](TxnResult r) {
+      [this, from, request_id, items, out, ttl](TxnResult r) {
         if (!r.committed()) {
           send(from, wire::ErrorMessage{
                          request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
                          absl::StrCat("renew not recorded: ", absl_sv(to_string(r.outcome)))});
           return;
         }
+        KAIROS_CHECK_MSG(out->verdicts.size() == items->size(), "one renew verdict per item");
         record_all(out->events);
         wire::RenewResponse resp;
         resp.request_id = request_id;
@@ -602,10 +634,7 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
 }
 
 void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) {
-  auto items = std::make_shared<std::vector<CompleteItem>>();
-  for (auto& i : request.items)
-    items->push_back(
-        CompleteItem{std::move(i.run), i.token, i.outcome, i.exit_code, std::move(i.detail)});
+  auto items = std::make_shared<std::vector<CompleteItem>>(std::move(request.items));
   auto out = std::make_shared<CompleteResult>();
   const std::string worker = request.worker_id;
   const std::uint64_t request_id = request.request_id;
@@ -613,15 +642,6 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
     return store_.complete(txn, worker, *items, out.get());
   };
   auto reply = [this, from, request_id, out, items](TxnResult r) {
-    if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure) {
-      // Planted bug: "unknown" taken as "not applied" and answered as failed.
-      wire::CompleteResponse resp;
-      resp.request_id = request_id;
-      for (std::size_t i = 0; i < items->size(); ++i)
-        resp.results.push_back({WriteVerdict::kNotLeased, absl::ZeroDuration(), "commit failed"});
-      send(from, resp);
-      return;
-    }
     if (!r.committed()) {
       send(from, wire::ErrorMessage{
                      request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
@@ -629,6 +649,7 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
       return;
     }
     if (crashed_at("complete-after-commit-before-ack")) return;
+    KAIROS_CHECK_MSG(out->verdicts.size() == items->size(), "one completion verdict per item");
     record_all(out->events);
     wire::CompleteResponse resp;
     resp.request_id = request_id;
@@ -638,15 +659,32 @@ void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) 
     send(from, resp);
   };
   if (config_.bugs.unknown_as_failure) {
-    Alive alive = alive_;
-    storage_.transact(std::move(body), [this, alive, reply](TxnResult r) {
-      if (!*alive) return;
-      count_txn("complete", r);
-      reply(std::move(r));
-    });
+    planted_complete_unknown_as_failure(from, request_id, items->size(), std::move(body),
+                                        std::move(reply));
     return;
   }
-  transact_retrying("complete", std::move(body), reply);
+  transact_retrying("complete", std::move(body), std::move(reply));
+}
+
+void SchedulerNode::planted_complete_unknown_as_failure(PeerId from, std::uint64_t request_id,
+                                                        std::size_t items, TxnBody body,
+                                                        std::function<void(TxnResult)> reply) {
+  // Planted bug (unknown_as_failure): one attempt, and "unknown" taken as
+  // "not applied" and answered as failed, so the worker runs it again.
+  KAIROS_CHECK(config_.bugs.unknown_as_failure);
+  transact_once(
+      "complete", std::move(body),
+      [this, from, request_id, items, reply = std::move(reply)](TxnResult r) {
+        if (r.outcome != CommitOutcome::kUnknown) {
+          reply(std::move(r));
+          return;
+        }
+        wire::CompleteResponse resp;
+        resp.request_id = request_id;
+        for (std::size_t i = 0; i < items; ++i)
+          resp.results.push_back({WriteVerdict::kNotLeased, absl::ZeroDuration(), "commit failed"});
+        send(from, resp);
+      });
 }
 
 // ---------------------------------------------------------------------------

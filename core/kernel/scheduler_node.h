@@ -79,7 +79,7 @@ namespace kairos {
 struct SchedulerNodeConfig {
   std::string node_id;
   std::uint32_t shard_count = 8;
-  absl::Duration poll_interval = absl::Seconds(1);
+  absl::Duration poll_interval = absl::Microseconds(lease_defaults::kPollIntervalUs);
   LeaseConfig lease;
   std::uint32_t dispatch_batch = 256;
   std::uint32_t reap_batch = 256;
@@ -176,6 +176,9 @@ class SchedulerNode {
     // Not leading: the other holder's lease runs (by this node's clock) until
     // about then, so acquisition is not tried before it.
     absl::Time acquire_at = absl::InfinitePast();
+    // The highest epoch this node has led the shard under: epochs it uses
+    // only grow (the store's epoch never goes back).
+    std::uint64_t highest_epoch = 0;
     bool leader_txn = false;
     bool dispatch_txn = false;
     bool reap_txn = false;
@@ -206,12 +209,25 @@ class SchedulerNode {
   void try_claim(std::uint64_t key);
   void handle_renew(PeerId from, wire::RenewRequest request);
   void handle_complete(PeerId from, wire::CompleteRequest request);
+  // Planted-bug paths (PlantedBugs): each runs only when its switch is set.
+  void planted_redispatch_after_unknown(std::uint32_t shard, const LeaderToken& token,
+                                        const std::vector<RunRecord>& dispatched);
+  void planted_create_runs_separately(std::uint32_t shard, const LeaderToken& token,
+                                      const std::vector<RunRecord>& to_create);
+  void planted_complete_unknown_as_failure(PeerId from, std::uint64_t request_id, std::size_t items,
+                                           TxnBody body, std::function<void(TxnResult)> reply);
   void send(PeerId to, const wire::Message& message);
   void record(Event event);
   void record_all(std::vector<Event>& events);
   void count_txn(std::string_view op, const TxnResult& result);
   void on_stale_epoch(std::uint32_t shard, std::string_view op, const absl::Status& status);
   absl::Duration backoff(std::uint32_t attempt);
+  // Runs `body` once and hands its result to `done` (unless the node crashed
+  // meanwhile), counting it in kairos_txn_total under `op`; kUncounted (the
+  // clock probe, the planted-bug follow-ups) is not counted.
+  static constexpr std::string_view kUncounted = {};
+  void transact_once(std::string_view op, TxnBody body, std::function<void(TxnResult)> done,
+                     TxnMode mode = TxnMode::kReadWrite);
   // Runs `body` until a definite outcome (committed/aborted), retrying
   // conflict, unavailable and unknown up to max_txn_attempts with backoff.
   void transact_retrying(std::string_view op, TxnBody body, std::function<void(TxnResult)> done,

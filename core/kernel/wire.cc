@@ -1,5 +1,10 @@
 #include "core/kernel/wire.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
@@ -14,6 +19,52 @@ constexpr std::size_t kMaxIdSize = 256;
 constexpr std::size_t kMaxReasonSize = 4096;
 
 MessageType type_of(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
+
+// type_of() relies on the variant's order matching MessageType's values.
+template <MessageType t>
+using AlternativeOf = std::variant_alternative_t<static_cast<std::size_t>(t) - 1, Message>;
+static_assert(std::is_same_v<AlternativeOf<MessageType::kClaimRequest>, ClaimRequest>);
+static_assert(std::is_same_v<AlternativeOf<MessageType::kClaimResponse>, ClaimResponse>);
+static_assert(std::is_same_v<AlternativeOf<MessageType::kRenewRequest>, RenewRequest>);
+static_assert(std::is_same_v<AlternativeOf<MessageType::kRenewResponse>, RenewResponse>);
+static_assert(std::is_same_v<AlternativeOf<MessageType::kCompleteRequest>, CompleteRequest>);
+static_assert(std::is_same_v<AlternativeOf<MessageType::kCompleteResponse>, CompleteResponse>);
+static_assert(std::is_same_v<AlternativeOf<MessageType::kError>, ErrorMessage>);
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(MessageType::kError));
+
+// Sizes the encoders write at least (core/base/codec.h): fixed-width fields,
+// and an empty string or list as its u32 length alone.
+constexpr std::size_t kU8 = 1, kU16 = 2, kU32 = 4, kU64 = 8, kI32 = 4;
+constexpr std::size_t kTimeSize = 8, kDurationSize = 8, kEmptyStr = kU32, kEmptyList = kU32;
+static_assert(kFrameHeaderSize == kU16 + kU8 + kU8 + kU32, "magic, version, type, length");
+constexpr std::size_t kMinRunId = kEmptyStr + kU64 + kTimeSize;  // job_id, incarnation, nominal
+// A payload (value_codec.h): a command is kind, argv, env, working_dir; an
+// HTTP request is kind, method, url, headers, body. The smaller of the two.
+constexpr std::size_t kMinPayload = std::min(kU8 + kEmptyList + kEmptyList + kEmptyStr,
+                                             kU8 + 2 * kEmptyStr + kEmptyList + kEmptyStr);
+constexpr std::size_t kMinGrant =
+    kMinRunId + kU32 + kU64 + kDurationSize + kMinPayload + kDurationSize;
+constexpr std::size_t kMinRenewItem = kMinRunId + kU64;
+constexpr std::size_t kMinCompleteItem = kMinRunId + kU64 + kU8 + kI32 + kEmptyStr;
+constexpr std::size_t kMinVerdict = kU8 + kDurationSize + kEmptyStr;
+
+// What the decoder assumes per element when it bounds a count by the bytes
+// left (ByteReader::count), before allocating. An assumption above the
+// encoders' minimum would refuse valid messages; one below only loosens the
+// bound. (The grant's is looser than it could be; kept, since it decides
+// which error a malformed frame gets.)
+constexpr std::size_t kGrantBound = 46;
+constexpr std::size_t kRenewItemBound = 28;
+constexpr std::size_t kCompleteItemBound = 37;
+constexpr std::size_t kVerdictBound = 13;
+static_assert(kGrantBound > 0 && kGrantBound <= kMinGrant);
+static_assert(kRenewItemBound == kMinRenewItem);
+static_assert(kCompleteItemBound == kMinCompleteItem);
+static_assert(kVerdictBound == kMinVerdict);
+// A full batch of minimal grants fits in one frame: the frame limit never
+// refuses a batch that kMaxBatch allows unless its strings are large.
+static_assert(std::uint64_t{kMaxBatch} * kMinGrant <= kMaxFrameBody);
+static_assert(kMaxFrameBody <= std::numeric_limits<std::uint32_t>::max());
 
 // Field names are built lazily only on error, so decoding stays cheap.
 struct Ctx {
@@ -46,7 +97,9 @@ absl::StatusOr<std::string> bounded_str(ByteReader& r, std::size_t max, std::str
 }
 
 void put_run(ByteWriter& w, const RunId& id) {
+  const std::size_t before = w.size();
   w.str(id.job_id).u64(id.incarnation).time(id.nominal);
+  KAIROS_CHECK(w.size() - before >= kMinRunId);
 }
 absl::StatusOr<RunId> get_run(ByteReader& r) {
   RunId id;
@@ -58,13 +111,17 @@ absl::StatusOr<RunId> get_run(ByteReader& r) {
 
 void put_verdicts(ByteWriter& w, const std::vector<WireVerdict>& v) {
   w.u32(static_cast<std::uint32_t>(v.size()));
-  for (const auto& x : v)
+  for (const auto& x : v) {
+    const std::size_t before = w.size();
     w.u8(static_cast<std::uint8_t>(x.verdict)).duration(x.lease_ttl).str(x.reason);
+    KAIROS_CHECK(w.size() - before >= kMinVerdict);
+  }
 }
 absl::StatusOr<std::vector<WireVerdict>> get_verdicts(ByteReader& r, std::string_view msg) {
   std::vector<WireVerdict> out;
   std::uint32_t n;
-  WIRE_READ(n, r.count("count", kMaxBatch, 13), absl::StrCat("wire: ", absl_sv(msg), ".results"));
+  WIRE_READ(n, r.count("count", kMaxBatch, kVerdictBound),
+            absl::StrCat("wire: ", absl_sv(msg), ".results"));
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::string where = absl::StrCat("wire: ", absl_sv(msg), ".results[", i, "]");
     WireVerdict v;
@@ -88,17 +145,21 @@ struct BodyEncoder {
   void operator()(const ClaimResponse& m) const {
     w.u64(m.request_id).u32(static_cast<std::uint32_t>(m.grants.size()));
     for (const auto& g : m.grants) {
+      const std::size_t before = w.size();
       put_run(w, g.run);
       w.u32(g.attempt).u64(g.token).duration(g.lease_ttl);
       encode_payload(w, g.payload);
       w.duration(g.timeout);
+      KAIROS_CHECK(w.size() - before >= kMinGrant);
     }
   }
   void operator()(const RenewRequest& m) const {
     w.u64(m.request_id).str(m.worker_id).u32(static_cast<std::uint32_t>(m.items.size()));
     for (const auto& i : m.items) {
+      const std::size_t before = w.size();
       put_run(w, i.run);
       w.u64(i.token);
+      KAIROS_CHECK(w.size() - before >= kMinRenewItem);
     }
   }
   void operator()(const RenewResponse& m) const {
@@ -108,8 +169,10 @@ struct BodyEncoder {
   void operator()(const CompleteRequest& m) const {
     w.u64(m.request_id).str(m.worker_id).u32(static_cast<std::uint32_t>(m.items.size()));
     for (const auto& i : m.items) {
+      const std::size_t before = w.size();
       put_run(w, i.run);
       w.u64(i.token).u8(static_cast<std::uint8_t>(i.outcome)).i32(i.exit_code).str(i.detail);
+      KAIROS_CHECK(w.size() - before >= kMinCompleteItem);
     }
   }
   void operator()(const CompleteResponse& m) const {
@@ -137,7 +200,7 @@ absl::StatusOr<Message> decode_claim_response(ByteReader& r) {
   ClaimResponse m;
   WIRE_READ(m.request_id, r.u64("request_id"), "wire: claim_response");
   std::uint32_t n;
-  WIRE_READ(n, r.count("count", kMaxBatch, 46), "wire: claim_response.grants");
+  WIRE_READ(n, r.count("count", kMaxBatch, kGrantBound), "wire: claim_response.grants");
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::string where = absl::StrCat("wire: claim_response.grants[", i, "]");
     WireGrant g;
@@ -157,10 +220,10 @@ absl::StatusOr<Message> decode_renew_request(ByteReader& r) {
   WIRE_READ(m.request_id, r.u64("request_id"), "wire: renew_request");
   WIRE_READ(m.worker_id, bounded_str(r, kMaxIdSize, ""), "wire: renew_request.worker_id");
   std::uint32_t n;
-  WIRE_READ(n, r.count("count", kMaxBatch, 28), "wire: renew_request.items");
+  WIRE_READ(n, r.count("count", kMaxBatch, kRenewItemBound), "wire: renew_request.items");
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::string where = absl::StrCat("wire: renew_request.items[", i, "]");
-    WireRenewItem item;
+    RenewItem item;
     WIRE_READ(item.run, get_run(r), where);
     WIRE_READ(item.token, r.u64("token"), where);
     m.items.push_back(std::move(item));
@@ -173,10 +236,10 @@ absl::StatusOr<Message> decode_complete_request(ByteReader& r) {
   WIRE_READ(m.request_id, r.u64("request_id"), "wire: complete_request");
   WIRE_READ(m.worker_id, bounded_str(r, kMaxIdSize, ""), "wire: complete_request.worker_id");
   std::uint32_t n;
-  WIRE_READ(n, r.count("count", kMaxBatch, 37), "wire: complete_request.items");
+  WIRE_READ(n, r.count("count", kMaxBatch, kCompleteItemBound), "wire: complete_request.items");
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::string where = absl::StrCat("wire: complete_request.items[", i, "]");
-    WireCompleteItem item;
+    CompleteItem item;
     WIRE_READ(item.run, get_run(r), where);
     WIRE_READ(item.token, r.u64("token"), where);
     std::uint8_t outcome;
@@ -210,6 +273,7 @@ std::string encode(const Message& message) {
   ByteWriter w;
   w.u16(kMagic).u8(kWireVersion).u8(static_cast<std::uint8_t>(type_of(message))).u32(0);
   std::visit(BodyEncoder{w}, message);
+  KAIROS_CHECK(w.size() >= kFrameHeaderSize);
   const std::size_t body = w.size() - kFrameHeaderSize;
   KAIROS_CHECK_MSG(body <= kMaxFrameBody, "wire message larger than kMaxFrameBody");
   w.patch_u32(4, static_cast<std::uint32_t>(body));

@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/records.h"
+#include "core/kernel/run_ref.h"
 #include "core/ports/payload.h"
 
 namespace kairos::wire {
@@ -76,15 +77,12 @@ struct ClaimResponse {
   friend bool operator==(const ClaimResponse&, const ClaimResponse&) = default;
 };
 
-struct WireRenewItem {
-  RunId run;
-  std::uint64_t token = 0;
-  friend bool operator==(const WireRenewItem&, const WireRenewItem&) = default;
-};
+// Renew and complete items are the job store's own (run, token) types
+// (core/kernel/run_ref.h): the node hands them to the store as decoded.
 struct RenewRequest {
   std::uint64_t request_id = 0;
   std::string worker_id;
-  std::vector<WireRenewItem> items;
+  std::vector<RenewItem> items;
   friend bool operator==(const RenewRequest&, const RenewRequest&) = default;
 };
 
@@ -100,18 +98,10 @@ struct RenewResponse {
   friend bool operator==(const RenewResponse&, const RenewResponse&) = default;
 };
 
-struct WireCompleteItem {
-  RunId run;
-  std::uint64_t token = 0;
-  RunStatus outcome = RunStatus::kSucceeded;
-  std::int32_t exit_code = 0;
-  std::string detail;
-  friend bool operator==(const WireCompleteItem&, const WireCompleteItem&) = default;
-};
 struct CompleteRequest {
   std::uint64_t request_id = 0;
   std::string worker_id;
-  std::vector<WireCompleteItem> items;
+  std::vector<CompleteItem> items;
   friend bool operator==(const CompleteRequest&, const CompleteRequest&) = default;
 };
 struct CompleteResponse {

@@ -6,6 +6,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/kernel/job_store.h"
+#include "core/kernel/node_support.h"
 
 namespace kairos {
 
@@ -49,6 +50,8 @@ Worker::Worker(const Clock& clock, Timers& timers, Transport& transport, Runner&
       alive_(std::make_shared<bool>(true)) {
   const absl::Status s = validate(config_);
   KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+  check_lease_invariants(config_.lease);
+  KAIROS_CHECK(config_.claim_wait * 2 <= config_.lease.lease_ttl);
 }
 
 Worker::~Worker() { stop(); }
@@ -97,26 +100,17 @@ void Worker::stop() {
 }
 
 void Worker::record(Event e) {
-  e.at = clock_.now();
-  if (!e.find("worker")) e.with("worker", config_.worker_id);
-  std::string name = absl::StrCat("kairos_", absl_sv(e.kind), "_total");
-  for (char& c : name)
-    if (c == '.') c = '_';
-  metrics_.counter(name).add();
-  events_.record(std::move(e));
+  record_event(std::move(e), clock_.now(), "worker", config_.worker_id, events_, metrics_);
 }
 
 absl::Duration Worker::backoff(std::uint32_t attempt) {
-  std::int64_t cap = absl::ToInt64Microseconds(config_.retry_backoff_base);
-  const std::int64_t max = absl::ToInt64Microseconds(config_.retry_backoff_max);
-  for (std::uint32_t i = 1; i < attempt && cap < max; ++i) cap *= 2;
-  if (cap > max) cap = max;
-  return absl::Microseconds(random_.between(cap / 2, cap));
+  return retry_backoff(random_, config_.retry_backoff_base, config_.retry_backoff_max, attempt);
 }
 
 void Worker::rotate_node() { node_index_ = (node_index_ + 1) % config_.nodes.size(); }
 
 void Worker::send(const wire::Message& m) {
+  KAIROS_CHECK(node_index_ < config_.nodes.size());
   transport_.send(config_.nodes[node_index_], wire::encode(m));
 }
 
@@ -175,6 +169,7 @@ void Worker::maybe_claim() {
   if (stopped_ || claim_ || claim_retry_timer_) return;
   if (active_.size() >= config_.max_concurrent) return;
   const auto capacity = static_cast<std::uint32_t>(config_.max_concurrent - active_.size());
+  KAIROS_CHECK(capacity >= 1 && capacity <= wire::kMaxBatch);  // what the decoder accepts
   wire::ClaimRequest req;
   req.request_id = next_request_id();
   req.worker_id = config_.worker_id;
@@ -243,9 +238,12 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
     record(std::move(e));
     return;
   }
+  KAIROS_CHECK_MSG(within_lease(sent, deadline, grant.lease_ttl, config_.lease.margin),
+                   "a run deadline must end a margin inside the run lease");
   if (auto it = active_.find(id); it != active_.end()) {
     // A newer grant for a run we still think we hold: our old lease lapsed.
     if (it->second.grant.token >= grant.token) return;  // a replayed grant
+    KAIROS_CHECK(grant.token > it->second.grant.token);
     Active old = std::move(it->second);
     active_.erase(it);
     if (old.deadline_timer) timers_.cancel(*old.deadline_timer);
@@ -266,7 +264,10 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
   Active a;
   a.grant = std::move(grant);
   a.lease_deadline = deadline;
-  active_.emplace(id, std::move(a));
+  a.lease_sent = sent;
+  a.lease_ttl = a.grant.lease_ttl;
+  const bool inserted = active_.emplace(id, std::move(a)).second;
+  KAIROS_CHECK_MSG(inserted, "a worker holds at most one token per run");
   arm_deadline(id);
   {
     Alive alive = alive_;
@@ -274,13 +275,7 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
       if (*alive) on_timeout(id, token);
     });
   }
-  if (config_.bugs.ack_before_effect) {
-    // Planted bug: success is reported before the side effect is known.
-    Report rep;
-    rep.item = wire::WireCompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
-    reports_[id] = std::move(rep);
-    flush_reports();
-  }
+  if (config_.bugs.ack_before_effect) planted_ack_at_start(id, token);
   Alive alive = alive_;
   const RunHandle h = runner_.start(std::move(req), [this, alive, id, token](RunOutcome o) {
     if (*alive) on_run_done(id, token, std::move(o));
@@ -290,6 +285,18 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
     it->second.handle = h;
     it->second.started = true;
   }
+}
+
+void Worker::planted_ack_at_start(const RunId& id, std::uint64_t token) {
+  // Planted bug (ack_before_effect): success is reported before the side
+  // effect is known; the runner's real outcome is then never reported.
+  KAIROS_CHECK(config_.bugs.ack_before_effect);
+  auto held = active_.find(id);
+  KAIROS_CHECK(held != active_.end() && held->second.grant.token == token);
+  Report rep;
+  rep.item = CompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
+  reports_[id] = std::move(rep);
+  flush_reports();
 }
 
 void Worker::arm_deadline(const RunId& id) {
@@ -313,6 +320,7 @@ void Worker::on_deadline(const RunId& id) {
     return;
   }
   if (a.lost) return;
+  KAIROS_CHECK(within_lease(a.lease_sent, a.lease_deadline, a.lease_ttl, config_.lease.margin));
   a.lost = true;
   Event e;
   e.kind = "worker.lease_deadline";
@@ -364,10 +372,16 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
         .with("reason", std::string(a.lost ? "lease lost" : "past lease deadline"));
     record(std::move(e));
   } else if (!config_.bugs.ack_before_effect) {
-    if (config_.crash_point && config_.crash_point("effect-before-complete")) return;
+    if (crashed_at("effect-before-complete")) return;
+    // Reported only while held: the lease not lost, its deadline (a margin
+    // inside the lease) not passed, and the token the one granted.
+    KAIROS_CHECK_MSG(
+        !a.lost && clock_.now() < a.lease_deadline && a.grant.token == token &&
+            within_lease(a.lease_sent, a.lease_deadline, a.lease_ttl, config_.lease.margin),
+        "a worker reports completion only for a run it holds");
     Report rep;
-    rep.item = wire::WireCompleteItem{id, token, outcome.status, outcome.exit_code,
-                                      outcome.detail.substr(0, kMaxDetailSize)};
+    rep.item = CompleteItem{id, token, outcome.status, outcome.exit_code,
+                            outcome.detail.substr(0, kMaxDetailSize)};
     reports_[id] = std::move(rep);
     flush_reports();
   }
@@ -382,12 +396,13 @@ void Worker::heartbeat() {
   heartbeat_timer_ = timers_.after(config_.lease.heartbeat_period, [this, alive] {
     if (*alive) heartbeat();
   });
-  std::vector<wire::WireRenewItem> items;
+  std::vector<RenewItem> items;
   for (const auto& [id, a] : active_) {
     if (a.lost || items.size() >= wire::kMaxBatch) continue;
     items.push_back({id, a.grant.token});
   }
   if (items.empty()) return;
+  KAIROS_CHECK(items.size() <= wire::kMaxBatch);
   wire::RenewRequest req;
   req.request_id = next_request_id();
   req.worker_id = config_.worker_id;
@@ -416,7 +431,11 @@ void Worker::on_renew_response(const wire::RenewResponse& response) {
       const absl::Time d =
           lease_deadline(sent, v.lease_ttl, config_.lease.max_drift_ppm, config_.lease.margin);
       if (d > a.lease_deadline) {
+        KAIROS_CHECK_MSG(within_lease(sent, d, v.lease_ttl, config_.lease.margin),
+                         "a renewed run deadline must end a margin inside the renewed lease");
         a.lease_deadline = d;
+        a.lease_sent = sent;
+        a.lease_ttl = v.lease_ttl;
         arm_deadline(items[i].run);
       }
       metrics_.counter("kairos_worker_renewals_total").add();
@@ -450,6 +469,8 @@ void Worker::flush_reports() {
     req.items.push_back(rep.item);
     complete_items_.push_back(id);
   }
+  KAIROS_CHECK(!req.items.empty() && req.items.size() <= wire::kMaxBatch &&
+               req.items.size() == complete_items_.size());
   Alive alive = alive_;
   const std::uint64_t rid = req.request_id;
   Outstanding o;

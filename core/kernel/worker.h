@@ -45,6 +45,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
 #include "core/kernel/planted_bugs.h"
+#include "core/kernel/run_ref.h"
 #include "core/kernel/wire.h"
 #include "core/ports/clock.h"
 #include "core/ports/event_log.h"
@@ -60,7 +61,8 @@ struct WorkerConfig {
   std::string worker_id;
   std::vector<PeerId> nodes;  // scheduler nodes, tried in turn after a timeout
   std::uint32_t max_concurrent = 4;
-  absl::Duration claim_wait = absl::Seconds(10);  // long-poll bound sent to the node
+  // Long-poll bound sent to the node.
+  absl::Duration claim_wait = absl::Microseconds(lease_defaults::kClaimWaitUs);
   LeaseConfig lease;  // heartbeat_period, max_drift_ppm, margin, rpc_timeout
   std::uint32_t max_report_attempts = 8;
   absl::Duration retry_backoff_base = absl::Milliseconds(50);
@@ -93,6 +95,10 @@ class Worker {
     RunHandle handle = 0;
     bool started = false;
     absl::Time lease_deadline;
+    // Where lease_deadline comes from: the send time of the claim or renewal
+    // that took or last extended the lease, and the lease length granted.
+    absl::Time lease_sent;
+    absl::Duration lease_ttl;
     std::optional<TimerId> deadline_timer;
     bool lost = false;  // stopped by deadline or rejected renewal: report nothing
     // Per-run timeout (issue 6), separate from the lease: at start + the
@@ -101,7 +107,7 @@ class Worker {
     bool timed_out = false;
   };
   struct Report {
-    wire::WireCompleteItem item;
+    CompleteItem item;
     std::uint32_t attempts = 0;
   };
   struct Outstanding {
@@ -111,10 +117,16 @@ class Worker {
   };
   using Alive = std::shared_ptr<bool>;
 
+  bool crashed_at(std::string_view point) const {
+    return config_.crash_point && config_.crash_point(point);
+  }
+
   void on_message(PeerId from, std::string_view bytes);
   void maybe_claim();
   void on_claim_response(wire::ClaimResponse response);
   void start_run(wire::WireGrant grant, absl::Time sent);
+  // Planted bug path (PlantedBugs::ack_before_effect) of start_run.
+  void planted_ack_at_start(const RunId& id, std::uint64_t token);
   void arm_deadline(const RunId& id);
   void on_deadline(const RunId& id);
   void on_timeout(const RunId& id, std::uint64_t token);
@@ -148,7 +160,7 @@ class Worker {
   std::optional<TimerId> claim_retry_timer_;
   std::optional<TimerId> heartbeat_timer_;
   // Renewals in flight: request id -> (send time, runs and tokens).
-  std::map<std::uint64_t, std::pair<absl::Time, std::vector<wire::WireRenewItem>>> renews_;
+  std::map<std::uint64_t, std::pair<absl::Time, std::vector<RenewItem>>> renews_;
   std::optional<Outstanding> complete_;
   std::vector<RunId> complete_items_;  // what the in-flight completion carries
   std::optional<TimerId> flush_timer_;

@@ -79,7 +79,7 @@ rc::Gen<Message> gen_message() {
       case 2: {
         RenewRequest m{id, *gen_str(), {}};
         m.items = *small_vec(rc::gen::exec([] {
-          return WireRenewItem{*gen_run(), *rc::gen::arbitrary<std::uint64_t>()};
+          return RenewItem{*gen_run(), *rc::gen::arbitrary<std::uint64_t>()};
         }));
         return m;
       }
@@ -88,9 +88,9 @@ rc::Gen<Message> gen_message() {
       case 4: {
         CompleteRequest m{id, *gen_str(), {}};
         m.items = *small_vec(rc::gen::exec([] {
-          return WireCompleteItem{*gen_run(), *rc::gen::arbitrary<std::uint64_t>(),
-                                  static_cast<RunStatus>(*rc::gen::inRange(0, 5)),
-                                  *rc::gen::arbitrary<std::int32_t>(), *gen_str()};
+          return CompleteItem{*gen_run(), *rc::gen::arbitrary<std::uint64_t>(),
+                              static_cast<RunStatus>(*rc::gen::inRange(0, 5)),
+                              *rc::gen::arbitrary<std::int32_t>(), *gen_str()};
         }));
         return m;
       }
