@@ -114,12 +114,9 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
         ++out->withdrawn_runs;
       } else if (priority_changed &&
                  (run.state == RunState::kReady || run.state == RunState::kWaiting)) {
-        if (run.state == RunState::kReady)
-          txn.erase(keys::ready(run.shard, run.priority, run.ready_at, run.id));
+        const RunRecord old = run;
         run.priority = spec.policy.priority;
-        if (run.state == RunState::kReady)
-          txn.put(keys::ready(run.shard, run.priority, run.ready_at, run.id), "");
-        put_run(txn, run);
+        write_run(txn, old, run);
       }
     }
   }

@@ -18,12 +18,12 @@ using namespace job_store_internal;  // the bodies' shared helpers
 
 absl::Status JobStore::create_run_if_absent(Txn& txn, const RunRecord& run, bool idempotent,
                                             DispatchResult* out) const {
-  const std::string rkey = keys::run(run.id);
-  if (idempotent && txn.get(rkey)) return absl::OkStatus();  // the idempotency key
-  put_run(txn, run);
-  if (run.state == RunState::kReady)
-    txn.put(keys::ready(run.shard, run.priority, run.ready_at, run.id), "");
-  txn.put(keys::open_run(run.id), "");
+  KAIROS_ASSIGN_OR_RETURN(auto existing, read<RunRecord>(txn, keys::run(run.id), decode_run));
+  if (idempotent && existing) return absl::OkStatus();  // the idempotency key
+  // Without the idempotency check (the unknown_as_failure planted bug) an
+  // existing run is overwritten by a fresh one: not a transition the table
+  // allows.
+  write_run(txn, existing, run, existing ? Legality::kPlantedBug : Legality::kChecked);
   out->dispatched.push_back(run);
   out->events.push_back(run_event("run.dispatched", run)
                             .with("due", run.due_at)

@@ -257,7 +257,8 @@ absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) 
     if (run->state == RunState::kReady || run->state == RunState::kWaiting) {
       withdraw(txn, *run, now, out->events, "job cancelled");
       ++out->cancelled_runs;
-    } else if (run->state == RunState::kLeased) {
+    } else {
+      KAIROS_CHECK_MSG(run->state == RunState::kLeased, "a terminal run is in the open-run index");
       ++out->running_runs;
     }
   }

@@ -30,10 +30,10 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
     absl::Time expiry;
     KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_expiry(kv.key, &expiry));
     KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
-    if (!run || run->state != RunState::kLeased || run->lease_expiry != expiry) {
-      txn.erase(kv.key);  // stale index entry
-      continue;
-    }
+    // write_run keeps the expiry index exact: the entry names a leased run
+    // with exactly this expiry.
+    KAIROS_CHECK_MSG(run && run->state == RunState::kLeased && run->lease_expiry == expiry,
+                     "a lease-expiry entry names a run that is not leased until then");
     KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
     if (!job_accepts(job, rid)) {
       withdraw(txn, *run, now, out->events, "lease lapsed after cancel");
@@ -58,15 +58,15 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
   if (args.max_runs == 0) return absl::OkStatus();
   const absl::Time now = txn.now();
   constexpr std::int32_t kBands = kMaxPriority - kMinPriority + 1;
-  // Grants the run behind queue entry `key` (if it is still valid).
+  // Grants the run behind queue entry `key` (write_run keeps the queue exact:
+  // the entry names a ready run under exactly this key).
   auto take = [&](const std::string& key) -> absl::Status {
     KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(key));
     KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
-    if (!run || run->state != RunState::kReady ||
-        keys::ready(run->shard, run->priority, run->ready_at, run->id) != key) {
-      txn.erase(key);  // stale queue entry
-      return absl::OkStatus();
-    }
+    KAIROS_CHECK_MSG(run && run->state == RunState::kReady &&
+                         keys::ready(run->shard, run->priority, run->ready_at, run->id) == key,
+                     "a ready-queue entry names a run that is not ready under that key");
+    const RunRecord old = *run;
     KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
     if (!job_accepts(job, rid)) {
       withdraw(txn, *run, now, out->events, "job no longer active");
@@ -82,7 +82,6 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       counters.token_hw = token;
       txn.put(keys::counters(rid.job_id), encode(counters));
     }
-    txn.erase(key);
     const absl::Duration waited = now - run->ready_at;
     run->state = RunState::kLeased;
     run->owner = args.worker;
@@ -97,8 +96,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       a.claimed_at = now;
       run->attempts.push_back(std::move(a));
     }
-    txn.put(keys::expiry(run->shard, run->lease_expiry, run->id), "");
-    put_run(txn, *run);
+    write_run(txn, old, *run);
     out->events.push_back(run_event("run.claimed", *run)
                               .with("worker", args.worker)
                               .with("lease_expiry", run->lease_expiry)
@@ -128,8 +126,8 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
         for (const auto& kv : txn.scan(range.begin, range.end, want)) {
           KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(kv.key));
           KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
-          const absl::Time at = run ? run->ready_at : absl::InfinitePast();
-          starved.push_back({{at, kv.key}, kv.key});
+          KAIROS_CHECK_MSG(run.has_value(), "a ready-queue entry names no run");
+          starved.push_back({{run->ready_at, kv.key}, kv.key});
         }
       }
       std::sort(starved.begin(), starved.end());
@@ -175,10 +173,9 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
       v.verdict = WriteVerdict::kLeaseLapsed;
       v.reason = "lease lapsed before the renewal arrived";
     } else {
-      txn.erase(keys::expiry(run->shard, run->lease_expiry, run->id));
+      const RunRecord old = *run;
       run->lease_expiry = now + ttl;
-      txn.put(keys::expiry(run->shard, run->lease_expiry, run->id), "");
-      put_run(txn, *run);
+      write_run(txn, old, *run);
       v.verdict = WriteVerdict::kAccepted;
       v.lease_expiry = run->lease_expiry;
       out->events.push_back(run_event("run.renewed", *run)
@@ -244,11 +241,15 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
                               read<JobRecord>(txn, keys::job(run->id.job_id), decode_job));
       const JobPolicy policy = job_accepts(job, run->id) ? job->spec.policy : JobPolicy{};
       const bool job_live = job_accepts(job, run->id);
+      // A ready run gets here only under the ignore_fencing planted bug (a
+      // stale holder's report on a re-queued run): not a legal transition.
+      const Legality legality =
+          run->state == RunState::kReady ? Legality::kPlantedBug : Legality::kChecked;
       if (releasing) {
         // The worker gave the run back (stopped at its lease deadline).
         const std::uint32_t max = job_live ? policy.max_attempts : run->attempt;
         KAIROS_RETURN_IF_ERROR(
-            requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events));
+            requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events, legality));
         v.verdict = WriteVerdict::kAccepted;
         out->events.push_back(run_event("run.released", *run)
                                   .with("worker", std::string(worker))
@@ -256,10 +257,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
         out->verdicts.push_back(std::move(v));
         continue;
       }
-      if (run->state == RunState::kReady)  // only under ignore_fencing
-        txn.erase(keys::ready(run->shard, run->priority, run->ready_at, run->id));
-      else
-        txn.erase(keys::expiry(run->shard, run->lease_expiry, run->id));
+      const RunRecord old = *run;
       close_attempt(*run, attempt_end(item.outcome), now, item.exit_code);
       v.verdict = WriteVerdict::kAccepted;
       const bool retry = job_live && retryable(item.outcome) && run->attempt < policy.max_attempts;
@@ -279,8 +277,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
         run->attempt += 1;
         run->ready_at = now + delay;
         run->last_retry_delay = delay;
-        txn.put(keys::ready(run->shard, run->priority, run->ready_at, run->id), "");
-        put_run(txn, *run);
+        write_run(txn, old, *run, legality);
         out->events.push_back(
             run_event("run.retry_scheduled", *run)
                 .with("worker", std::string(worker))
@@ -294,9 +291,9 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       } else {
         std::string detail = item.detail.substr(0, kMaxDetailSize);
         KAIROS_RETURN_IF_ERROR(finish_run(
-            txn, *run,
+            txn, old, *run,
             item.outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed,
-            item.outcome, item.exit_code, std::move(detail), now, worker, out->events));
+            item.outcome, item.exit_code, std::move(detail), now, worker, out->events, legality));
       }
     }
     out->verdicts.push_back(std::move(v));

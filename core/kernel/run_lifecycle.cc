@@ -60,7 +60,64 @@ absl::StatusOr<JobCounters> read_counters(Txn& txn, std::string_view id) {
   return c.value_or(JobCounters{});
 }
 
+namespace {
 void put_run(Txn& txn, const RunRecord& run) { txn.put(keys::run(run.id), encode(run)); }
+
+// Puts or erases one index entry when its key differs between old and new.
+void update_entry(Txn& txn, const std::optional<std::string>& before,
+                  const std::optional<std::string>& after) {
+  if (before == after) return;
+  if (before) txn.erase(*before);
+  if (after) txn.put(*after, "");
+}
+}  // namespace
+
+bool legal_transition(std::optional<RunState> from, RunState to) {
+  if (!from) return to == RunState::kReady || to == RunState::kWaiting;
+  switch (*from) {
+    case RunState::kWaiting:
+      return to == RunState::kWaiting || to == RunState::kReady || to == RunState::kCancelled;
+    case RunState::kReady:
+      return to == RunState::kReady || to == RunState::kLeased || to == RunState::kCancelled;
+    case RunState::kLeased:
+      return to == RunState::kLeased || to == RunState::kReady || to == RunState::kSucceeded ||
+             to == RunState::kFailed || to == RunState::kCancelled;
+    case RunState::kSucceeded:
+    case RunState::kFailed:
+    case RunState::kCancelled:
+      return false;
+  }
+  return false;
+}
+
+RunIndexKeys run_index_keys(const RunRecord& run) {
+  RunIndexKeys k;
+  if (run.state == RunState::kReady)
+    k.ready = keys::ready(run.shard, run.priority, run.ready_at, run.id);
+  if (run.state == RunState::kLeased) k.expiry = keys::expiry(run.shard, run.lease_expiry, run.id);
+  if (!is_terminal(run.state)) k.open = keys::open_run(run.id);
+  return k;
+}
+
+void write_run(Txn& txn, const std::optional<RunRecord>& old, const RunRecord& next,
+               Legality legality) {
+  KAIROS_CHECK_MSG(!old || old->id == next.id, "write_run: old and new name different runs");
+  if (legality == Legality::kChecked) {
+    const std::optional<RunState> from = old ? std::optional<RunState>(old->state) : std::nullopt;
+    if (!legal_transition(from, next.state)) {
+      const std::string msg =
+          absl::StrCat("illegal run transition ", from ? absl_sv(to_string(*from)) : "(none)",
+                       " -> ", absl_sv(to_string(next.state)), " of ", idempotency_key(next.id));
+      KAIROS_CHECK_MSG(legal_transition(from, next.state), msg.c_str());
+    }
+  }
+  const RunIndexKeys before = old ? run_index_keys(*old) : RunIndexKeys{};
+  const RunIndexKeys after = run_index_keys(next);
+  update_entry(txn, before.ready, after.ready);
+  update_entry(txn, before.expiry, after.expiry);
+  update_entry(txn, before.open, after.open);
+  put_run(txn, next);
+}
 
 Event ledger_event(std::string_view kind, std::string_view job_id, const LedgerRecord& l) {
   Event e;
@@ -123,18 +180,13 @@ void cancel_ledger(Txn& txn, const RunRecord& run, std::string_view why,
 // off the queue and the open set; its occurrence's ledger record says so.
 void withdraw(Txn& txn, RunRecord& run, absl::Time now, std::vector<Event>& events,
               std::string_view why) {
-  if (run.state == RunState::kReady)
-    txn.erase(keys::ready(run.shard, run.priority, run.ready_at, run.id));
-  if (run.state == RunState::kLeased) {
-    txn.erase(keys::expiry(run.shard, run.lease_expiry, run.id));
-    close_attempt(run, AttemptEnd::kLapsed, now);
-  }
+  const RunRecord old = run;
+  if (run.state == RunState::kLeased) close_attempt(run, AttemptEnd::kLapsed, now);
   const bool never_started = run.token == 0;
   run.state = RunState::kCancelled;
   run.owner.clear();
   run.finished_at = now;
-  txn.erase(keys::open_run(run.id));
-  put_run(txn, run);
+  write_run(txn, old, run);
   events.push_back(run_event("run.cancelled", run).with("reason", std::string(why)));
   if (never_started) cancel_ledger(txn, run, why, events);
 }
@@ -154,7 +206,8 @@ absl::StatusOr<OpenRuns> open_runs(Txn& txn, std::string_view id, std::uint64_t 
     if (run->state == RunState::kWaiting) {
       ++o.waiting;
       if (!o.first_waiting) o.first_waiting = *run;
-    } else if (!is_terminal(run->state)) {
+    } else {
+      KAIROS_CHECK_MSG(!is_terminal(run->state), "a terminal run is in the open-run index");
       ++o.active;
     }
     o.runs.push_back(std::move(*run));
@@ -175,20 +228,21 @@ absl::Status promote_waiting(Txn& txn, const RunId& finished, absl::Time now,
   if (!job_accepts(job, finished)) return absl::OkStatus();
   KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs(txn, finished.job_id, finished.incarnation));
   if (!open.first_waiting || open.active >= overlap_cap(job->spec.policy)) return absl::OkStatus();
-  RunRecord run = *open.first_waiting;
+  const RunRecord& old = *open.first_waiting;
+  RunRecord run = old;
   run.state = RunState::kReady;
   run.ready_at = now;
-  txn.put(keys::ready(run.shard, run.priority, run.ready_at, run.id), "");
-  put_run(txn, run);
+  write_run(txn, old, run);
   events.push_back(run_event("run.promoted", run).with("after", finished.nominal));
   return absl::OkStatus();
 }
 
 // A run is over for good: terminal state, off the open set, its successor
 // (if waiting) promoted.
-absl::Status finish_run(Txn& txn, RunRecord& run, RunState state, RunStatus outcome,
-                        std::int32_t exit_code, std::string detail, absl::Time now,
-                        std::string_view worker, std::vector<Event>& events) {
+absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState state,
+                        RunStatus outcome, std::int32_t exit_code, std::string detail,
+                        absl::Time now, std::string_view worker, std::vector<Event>& events,
+                        Legality legality) {
   run.state = state;
   run.outcome = outcome;
   run.exit_code = exit_code;
@@ -196,8 +250,7 @@ absl::Status finish_run(Txn& txn, RunRecord& run, RunState state, RunStatus outc
   run.finished_at = now;
   run.owner.clear();
   run.lease_expiry = absl::InfinitePast();
-  txn.erase(keys::open_run(run.id));
-  put_run(txn, run);
+  write_run(txn, old, run, legality);
   events.push_back(run_event("run.completed", run)
                        .with("worker", std::string(worker))
                        .with("outcome", std::string(to_string(run.state)))
@@ -211,24 +264,24 @@ absl::Status finish_run(Txn& txn, RunRecord& run, RunState state, RunStatus outc
 // number while attempts are left (a crashed worker's run is retried after one
 // lease period, not after a backoff); otherwise failed.
 absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEnd end,
-                             std::uint32_t max_attempts, std::vector<Event>& events) {
-  txn.erase(keys::expiry(run.shard, run.lease_expiry, run.id));
+                             std::uint32_t max_attempts, std::vector<Event>& events,
+                             Legality legality) {
+  const RunRecord old = run;
   close_attempt(run, end, now);
   if (run.attempt >= max_attempts) {
     const std::string worker = run.owner;
     return finish_run(
-        txn, run, RunState::kFailed, RunStatus::kFailed, 0,
+        txn, old, run, RunState::kFailed, RunStatus::kFailed, 0,
         absl::StrCat(end == AttemptEnd::kLapsed ? "lease lapsed" : "released",
                      " on the last attempt (", run.attempt, " of ", max_attempts, ")"),
-        now, worker, events);
+        now, worker, events, legality);
   }
   run.state = RunState::kReady;
   run.owner.clear();
   run.attempt += 1;
   run.ready_at = now;
   run.lease_expiry = absl::InfinitePast();
-  txn.put(keys::ready(run.shard, run.priority, run.ready_at, run.id), "");
-  put_run(txn, run);
+  write_run(txn, old, run, legality);
   return absl::OkStatus();
 }
 

@@ -51,7 +51,41 @@ absl::StatusOr<std::optional<T>> read(Txn& txn, const std::string& key,
 // The job's counters (zero when none were written yet).
 absl::StatusOr<JobCounters> read_counters(Txn& txn, std::string_view id);
 
-void put_run(Txn& txn, const RunRecord& run);
+// Run transitions. write_run is the one owner of a run's record and of the
+// three index entries derived from its state:
+//   ready queue   Q|shard|band|ready_at|id   iff state == kReady
+//   lease expiry  E|shard|expiry|id          iff state == kLeased
+//   open runs     O|id                       iff !is_terminal(state)
+// Given the run as stored (`old`, nullopt when it is created) and as it is to
+// be, it erases the entries `old` had and `next` does not, puts those `next`
+// has and `old` did not (an entry whose key is unchanged is not touched),
+// and writes the run record. So the indexes never name a run that is not in
+// the matching state, and readers may assert that instead of skipping.
+//
+// The transition old.state -> next.state must be in the table of allowed
+// state changes (legal_transition); an illegal one is a bug (KAIROS_CHECK).
+// Legality::kPlantedBug skips that check: only the planted-bug paths pass it
+// (a stale holder's completion of a re-queued run under ignore_fencing, the
+// re-dispatch that overwrites a run under unknown_as_failure).
+enum class Legality : std::uint8_t { kChecked, kPlantedBug };
+
+// The allowed state changes. From nullopt (creation): ready or waiting.
+// waiting -> waiting | ready | cancelled; ready -> ready | leased | cancelled;
+// leased -> leased | ready | succeeded | failed | cancelled; a terminal state
+// (succeeded, failed, cancelled) never changes.
+bool legal_transition(std::optional<RunState> from, RunState to);
+
+// The index keys a run in its state must have (nullopt: no entry).
+struct RunIndexKeys {
+  std::optional<std::string> ready;
+  std::optional<std::string> expiry;
+  std::optional<std::string> open;
+  friend bool operator==(const RunIndexKeys&, const RunIndexKeys&) = default;
+};
+RunIndexKeys run_index_keys(const RunRecord& run);
+
+void write_run(Txn& txn, const std::optional<RunRecord>& old, const RunRecord& next,
+               Legality legality = Legality::kChecked);
 
 Event ledger_event(std::string_view kind, std::string_view job_id, const LedgerRecord& l);
 
@@ -93,16 +127,20 @@ absl::Status promote_waiting(Txn& txn, const RunId& finished, absl::Time now,
                              std::vector<Event>& events);
 
 // A run is over for good: terminal state, off the open set, its successor
-// (if waiting) promoted.
-absl::Status finish_run(Txn& txn, RunRecord& run, RunState state, RunStatus outcome,
-                        std::int32_t exit_code, std::string detail, absl::Time now,
-                        std::string_view worker, std::vector<Event>& events);
+// (if waiting) promoted. `old` is the run as stored; `run` is it with any
+// changes the caller made so far (its latest attempt closed).
+absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState state,
+                        RunStatus outcome, std::int32_t exit_code, std::string detail,
+                        absl::Time now, std::string_view worker, std::vector<Event>& events,
+                        Legality legality = Legality::kChecked);
 
 // A leased run whose attempt ended without a verdict (lease lapsed, or
 // released by its worker): claimable again at once with the next attempt
 // number while attempts are left (a crashed worker's run is retried after one
 // lease period, not after a backoff); otherwise failed.
+// `run` is the run as stored.
 absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEnd end,
-                             std::uint32_t max_attempts, std::vector<Event>& events);
+                             std::uint32_t max_attempts, std::vector<Event>& events,
+                             Legality legality = Legality::kChecked);
 
 }  // namespace kairos::job_store_internal
