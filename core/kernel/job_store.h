@@ -36,7 +36,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/kernel/misfire.h"
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/policy.h"
 #include "core/kernel/records.h"
@@ -316,6 +318,9 @@ class JobStore {
                               DispatchResult* out) const;
   absl::Status fire(Txn& txn, std::uint32_t shard, JobRecord& job, const Occ& occ,
                     DispatchResult* out) const;
+  absl::StatusOr<std::uint64_t> apply_misfire(Txn& txn, std::uint32_t shard, JobRecord& job,
+                                              const MisfireInput& in, const MisfireDecision& d,
+                                              absl::Time ready_at, DispatchResult* out) const;
   absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const;
   absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
                             std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,

@@ -9,6 +9,7 @@
 #include "core/base/check.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
+#include "core/kernel/misfire.h"
 #include "core/kernel/run_lifecycle.h"
 #include "core/schedule/schedule.h"
 
@@ -214,156 +215,90 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
     first.at = due_at;
     first.nominal = nominal;
   }
-  // An occurrence cannot be missed before the job existed (a one-off created
-  // with a time in the past is judged from its creation).
-  auto lateness_of = [&](const Fire& f) {
-    const absl::Duration d = now - std::max(f.at, job.created_at);
-    return d < absl::ZeroDuration() ? absl::ZeroDuration() : d;
-  };
-  auto misfired = [&](const Fire& f) { return lateness_of(f) > p.misfire_threshold; };
-  auto on_time_outcome = [](const Fire& f) {
-    return f.note == DstNote::kGapShifted ? LedgerOutcome::kMovedDst : LedgerOutcome::kFired;
-  };
-  auto set_next = [&](std::optional<Fire> next, absl::Time at) {
-    if (next) {
-      job.next_due_at = at;
-      job.next_nominal = next->nominal;
-      txn.put(keys::due(shard, at, job.spec.id), encode(DueEntry{job.incarnation, next->nominal}));
-      if (at <= now) out->more = true;  // due already: the next pass takes it
-    } else {
-      job.next_due_at.reset();
-      job.next_nominal = absl::InfinitePast();
-    }
-  };
-  auto record_range = [&](const std::vector<Fire>& fires, std::size_t b, std::size_t e,
-                          LedgerOutcome outcome, absl::Time run_nominal, std::string detail) {
-    return this->record_range(txn, job, fires, b, e, outcome, run_nominal, detail, out->events);
-  };
-
-  if (!misfired(first)) {
-    Occ o;
-    o.fire = first;
-    o.outcome = on_time_outcome(first);
-    o.lateness = lateness_of(first);
-    o.stands_for = static_cast<std::uint32_t>(std::min<std::uint64_t>(1 + job.backlog, UINT32_MAX));
-    o.ready_at = due_at;
-    job.backlog = 0;
-    KAIROS_RETURN_IF_ERROR(fire(txn, shard, job, o, out));
-    auto next = schedule.next_after(nominal);
-    set_next(next, next ? next->at : absl::InfinitePast());
-    return absl::OkStatus();
-  }
-
-  // Misfire: the occurrences due by now, oldest first, at most one chunk.
-  std::vector<Fire> due{first};
-  bool capped = false;
-  for (;;) {
-    auto n = schedule.next_after(due.back().nominal);
-    if (!n || n->at > now) break;
-    if (due.size() >= options_.misfire_chunk) {
-      capped = true;
-      break;
-    }
-    due.push_back(*n);
-  }
-  std::size_t m = 0;  // misfired prefix (fire times increase)
-  while (m < due.size() && misfired(due[m])) ++m;
-  const std::string policy_name = p.misfire == MisfirePolicy::kRunOnce   ? "run-once"
-                                  : p.misfire == MisfirePolicy::kCatchUp ? "catch-up"
-                                                                         : "skip";
-  Event decision;
-  decision.kind = "misfire.decided";
-  decision.with("job", job.spec.id)
-      .with("incarnation", job.incarnation)
-      .with("nominal", first.nominal)
-      .with("policy", policy_name)
-      .with("lateness", lateness_of(first))
-      .with("threshold", p.misfire_threshold)
-      .with("due", static_cast<std::uint64_t>(due.size()))
-      .with("misfired", static_cast<std::uint64_t>(m))
-      .with("capped", static_cast<std::uint64_t>(capped ? 1 : 0));
-  std::uint64_t fired = 0, skipped = 0, coalesced = 0;
-  std::optional<Fire> next_fire;
-  absl::Time next_at;
-
-  if (p.misfire == MisfirePolicy::kRunOnce) {
-    if (capped) {
-      KAIROS_RETURN_IF_ERROR(record_range(due, 0, due.size(), LedgerOutcome::kCoalesced,
-                                          absl::InfinitePast(), "run-once: backlog, run follows"));
-      job.backlog += due.size();
-      coalesced = due.size();
-      next_fire = schedule.next_after(due.back().nominal);
-    } else {
-      const Fire& last = due.back();
-      bool created = false;
-      Occ o;
-      o.fire = last;
-      o.outcome = misfired(last) ? LedgerOutcome::kLate : on_time_outcome(last);
-      o.lateness = lateness_of(last);
-      o.stands_for =
-          static_cast<std::uint32_t>(std::min<std::uint64_t>(due.size() + job.backlog, UINT32_MAX));
-      o.ready_at = due_at;
-      o.created = &created;
-      KAIROS_RETURN_IF_ERROR(fire(txn, shard, job, o, out));
-      fired = created ? 1 : 0;
-      coalesced = due.size() - 1;
-      KAIROS_RETURN_IF_ERROR(record_range(
-          due, 0, due.size() - 1, LedgerOutcome::kCoalesced,
-          created ? last.nominal : absl::InfinitePast(),
-          absl::StrCat("run-once: ", due.size() + job.backlog, " occurrences, one run")));
-      job.backlog = 0;
-      next_fire = schedule.next_after(last.nominal);
-    }
-    if (next_fire) next_at = next_fire->at;
-  } else if (p.misfire == MisfirePolicy::kSkip) {
-    KAIROS_RETURN_IF_ERROR(record_range(due, 0, m, LedgerOutcome::kSkippedMisfire,
-                                        absl::InfinitePast(), "skip: past the misfire threshold"));
-    skipped = m;
-    job.backlog = 0;
-    next_fire =
-        m < due.size() ? std::optional<Fire>(due[m]) : schedule.next_after(due.back().nominal);
-    if (next_fire) next_at = next_fire->at;
-  } else {  // catch-up
-    job.backlog = 0;
-    const bool bounded = !bugs_.unbounded_catch_up;
-    std::size_t excess = 0;
-    if (bounded && capped) {
-      excess = due.size() - p.catch_up_max;  // all beyond the bound (more remain)
-    } else if (bounded && due.size() > p.catch_up_max) {
-      excess = due.size() - p.catch_up_max;
-    }
-    KAIROS_RETURN_IF_ERROR(
-        record_range(due, 0, excess, LedgerOutcome::kSkippedMisfire, absl::InfinitePast(),
-                     absl::StrCat("catch-up: beyond the bound of ", p.catch_up_max)));
-    skipped = excess;
-    if (capped && bounded) {
-      next_fire = due[excess];
-      next_at = next_fire->at;
-    } else {
-      const Fire& f = due[excess];
-      bool created = false;
-      Occ o;
-      o.fire = f;
-      o.outcome = misfired(f) ? LedgerOutcome::kLate : on_time_outcome(f);
-      o.lateness = lateness_of(f);
-      o.ready_at = due_at;
-      o.created = &created;
-      KAIROS_RETURN_IF_ERROR(fire(txn, shard, job, o, out));
-      fired = created ? 1 : 0;
-      next_fire = excess + 1 < due.size() ? std::optional<Fire>(due[excess + 1])
-                                          : schedule.next_after(f.nominal);
-      if (next_fire) {
-        next_at = next_fire->at;
-        // Rate limit: a next occurrence that is already due waits the spacing.
-        if (bounded && next_at <= now) next_at = std::max(next_at, now + p.catch_up_spacing);
+  // The inputs of the misfire rule (misfire.h): when the entry misfired, the
+  // occurrences due by now, oldest first, at most one chunk.
+  MisfireInput in;
+  in.policy = p;
+  in.created_at = job.created_at;
+  in.now = now;
+  in.backlog = job.backlog;
+  in.due = {first};
+  in.bound_catch_up = !bugs_.unbounded_catch_up;
+  if (misfired(p, first, job.created_at, now)) {
+    for (;;) {
+      auto n = schedule.next_after(in.due.back().nominal);
+      if (!n || n->at > now) break;
+      if (in.due.size() >= options_.misfire_chunk) {
+        in.capped = true;
+        break;
       }
+      in.due.push_back(*n);
     }
   }
-  decision.with("fired", fired).with("skipped", skipped).with("coalesced", coalesced);
-  if (next_fire) decision.with("next_due", next_at);
-  out->events.push_back(std::move(decision));
-  set_next(next_fire, next_at);
+  in.after_last = schedule.next_after(in.due.back().nominal);
+  const MisfireDecision d = decide_misfire(in);
+  KAIROS_ASSIGN_OR_RETURN(std::uint64_t fired, apply_misfire(txn, shard, job, in, d, due_at, out));
+  if (d.misfire) {
+    Event decision;
+    decision.kind = "misfire.decided";
+    decision.with("job", job.spec.id)
+        .with("incarnation", job.incarnation)
+        .with("nominal", first.nominal)
+        .with("policy", misfire_policy_name(p.misfire))
+        .with("lateness", misfire_lateness(first, job.created_at, now))
+        .with("threshold", p.misfire_threshold)
+        .with("due", static_cast<std::uint64_t>(in.due.size()))
+        .with("misfired", static_cast<std::uint64_t>(d.misfired))
+        .with("capped", static_cast<std::uint64_t>(in.capped ? 1 : 0));
+    decision.with("fired", fired).with("skipped", d.skipped).with("coalesced", d.coalesced);
+    if (d.next) decision.with("next_due", d.next_at);
+    out->events.push_back(std::move(decision));
+  }
+  // The job's next due entry.
+  if (d.next) {
+    job.next_due_at = d.next_at;
+    job.next_nominal = d.next->nominal;
+    txn.put(keys::due(shard, d.next_at, job.spec.id),
+            encode(DueEntry{job.incarnation, d.next->nominal}));
+    if (d.next_at <= now) out->more = true;  // due already: the next pass takes it
+  } else {
+    job.next_due_at.reset();
+    job.next_nominal = absl::InfinitePast();
+  }
   return absl::OkStatus();
+}
+
+// Applies a misfire decision's actions in order: runs (through the overlap
+// policy) and ledger ranges. Returns how many runs were created.
+absl::StatusOr<std::uint64_t> JobStore::apply_misfire(Txn& txn, std::uint32_t shard, JobRecord& job,
+                                                      const MisfireInput& in,
+                                                      const MisfireDecision& d, absl::Time ready_at,
+                                                      DispatchResult* out) const {
+  std::uint64_t fired = 0;
+  std::optional<absl::Time> run_nominal;  // the run the last kRun created
+  for (const MisfireAction& a : d.actions) {
+    if (a.kind == MisfireAction::Kind::kRun) {
+      bool created = false;
+      Occ o;
+      o.fire = in.due[a.index];
+      o.outcome = a.outcome;
+      o.lateness = a.lateness;
+      o.stands_for = a.stands_for;
+      o.ready_at = ready_at;
+      o.created = &created;
+      KAIROS_RETURN_IF_ERROR(fire(txn, shard, job, o, out));
+      if (created) {
+        ++fired;
+        run_nominal = o.fire.nominal;
+      }
+    } else {
+      const absl::Time linked = a.linked && run_nominal ? *run_nominal : absl::InfinitePast();
+      KAIROS_RETURN_IF_ERROR(
+          record_range(txn, job, in.due, a.begin, a.end, a.outcome, linked, a.detail, out->events));
+    }
+  }
+  job.backlog = d.backlog;
+  return fired;
 }
 
 absl::Status JobStore::prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const {
