@@ -21,6 +21,9 @@ absl::Status JobStore::create_run_if_absent(Txn& txn, const RunRecord& run, bool
                                             DispatchResult* out) const {
   KAIROS_ASSIGN_OR_RETURN(auto existing, read<RunRecord>(txn, keys::run(run.id), decode_run));
   if (idempotent && existing) return absl::OkStatus();  // the idempotency key
+  KAIROS_CHECK_MSG(run.attempt == 1 && run.token == 0 && run.attempts.empty(),
+                   "a new run starts at attempt 1, never granted");
+  KAIROS_CHECK(run.shard == shard_of(run.id.job_id));
   // Without the idempotency check (the unknown_as_failure planted bug) an
   // existing run is overwritten by a fresh one: not a transition the table
   // allows.
@@ -38,6 +41,7 @@ absl::Status JobStore::create_run_if_absent(Txn& txn, const RunRecord& run, bool
 
 absl::Status JobStore::put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,
                                   std::vector<Event>& events) const {
+  KAIROS_CHECK(rec.through >= rec.nominal && rec.incarnation <= job.incarnation);
   const std::string key = keys::ledger(job.spec.id, rec.nominal, rec.incarnation);
   if (txn.get(key)) return absl::OkStatus();  // already recorded (idempotent)
   txn.put(key, encode(rec));
@@ -115,6 +119,7 @@ absl::Status JobStore::record_range(Txn& txn, JobRecord& job, const std::vector<
                                     std::size_t b, std::size_t e, LedgerOutcome outcome,
                                     absl::Time run_nominal, std::string_view detail,
                                     std::vector<Event>& events) const {
+  KAIROS_CHECK(b <= e && e <= fires.size());
   const absl::Time now = txn.now();
   // While the job is still paused (a cancel or reschedule of a paused job)
   // everything since paused_at fell in the pause.
@@ -254,8 +259,10 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
     if (d.next) decision.with("next_due", d.next_at);
     out->events.push_back(std::move(decision));
   }
-  // The job's next due entry.
+  // The job's next due entry. Dispatch makes progress: the next occurrence
+  // comes after the one this entry stood for.
   if (d.next) {
+    KAIROS_CHECK_MSG(d.next->nominal > first.nominal, "dispatch did not make progress");
     job.next_due_at = d.next_at;
     job.next_nominal = d.next->nominal;
     txn.put(keys::due(shard, d.next_at, job.spec.id),
@@ -348,6 +355,7 @@ absl::Status JobStore::dispatch(Txn& txn, std::uint32_t shard, const LeaderToken
     ++out->scanned;
     KAIROS_ASSIGN_OR_RETURN(keys::DueKey dk, keys::parse_due(kv.key));
     KAIROS_ASSIGN_OR_RETURN(DueEntry de, decode_due(kv.value));
+    KAIROS_CHECK(dk.shard == shard && dk.due_at <= now);
     KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(dk.job_id), decode_job));
     txn.erase(kv.key);
     if (!job || job->state != JobState::kActive || job->incarnation != de.incarnation ||

@@ -171,9 +171,10 @@ absl::Status JobStore::create(Txn& txn, const JobSpec& raw, CreateResult* out) c
                      existing->incarnation, "); cancel it first or choose another id"));
   }
   KAIROS_ASSIGN_OR_RETURN(auto schedule, Schedule::compile(spec.schedule, spec.id));
-  KAIROS_ASSIGN_OR_RETURN(JobCounters counters, read_counters(txn, spec.id));
+  KAIROS_ASSIGN_OR_RETURN(const JobCounters before, read_counters(txn, spec.id));
+  JobCounters counters = before;
   counters.incarnation_hw += 1;
-  txn.put(keys::counters(spec.id), encode(counters));
+  write_counters(txn, spec.id, before, counters);
 
   JobRecord job;
   job.spec = spec;
@@ -181,6 +182,9 @@ absl::Status JobStore::create(Txn& txn, const JobSpec& raw, CreateResult* out) c
   job.state = JobState::kActive;
   job.created_at = now;
   job.updated_at = now;
+  // A re-created job outranks the tombstone it replaces.
+  KAIROS_CHECK_MSG(!existing || job.incarnation > existing->incarnation,
+                   "a re-created job must have a higher incarnation than its tombstone");
   if (existing) job.ledger_count = existing->ledger_count;  // the ledger outlives incarnations
   if (auto fire = first_fire(schedule, now)) {
     job.next_due_at = fire->at;
@@ -225,6 +229,7 @@ absl::Status JobStore::list(Txn& txn, std::string_view page_token, std::size_t l
     KAIROS_ASSIGN_OR_RETURN(auto job, decode_job(kvs[i].value));
     out->jobs.push_back(std::move(job));
   }
+  KAIROS_CHECK(out->jobs.size() <= limit);
   if (kvs.size() > limit) out->next_page_token = out->jobs.back().spec.id;
   return absl::OkStatus();
 }
@@ -251,6 +256,7 @@ absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) 
   const keys::Range open = keys::open_runs_of(id, job->incarnation);
   for (const auto& kv : txn.scan(open.begin, open.end, 10'000)) {
     KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_open(kv.key));
+    KAIROS_CHECK(rid.job_id == id && rid.incarnation == job->incarnation);
     KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
     if (!run)
       return absl::DataLossError(absl::StrCat("open-run entry without run ", idempotency_key(rid)));

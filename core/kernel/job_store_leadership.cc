@@ -31,6 +31,8 @@ absl::Status JobStore::acquire_or_renew(Txn& txn, std::uint32_t shard, std::stri
   } else if (!current || rec.expiry <= now || rec.holder == node) {
     rec.holder = std::string(node);
     rec.epoch += 1;
+    KAIROS_CHECK_MSG(rec.epoch == out->previous.epoch + 1 && rec.epoch > 0,
+                     "an acquired epoch is the previous epoch + 1");
     rec.expiry = now + ttl;
     out->kind = LeadershipResult::Kind::kAcquired;
     Event e;
@@ -47,6 +49,11 @@ absl::Status JobStore::acquire_or_renew(Txn& txn, std::uint32_t shard, std::stri
     out->held_for = rec.expiry - now;
     return absl::OkStatus();
   }
+  // Leadership is only ever taken over by a higher epoch, and a renewal keeps
+  // the holder and the epoch.
+  KAIROS_CHECK(rec.holder == node && rec.epoch >= out->previous.epoch);
+  KAIROS_CHECK(out->kind != LeadershipResult::Kind::kRenewed ||
+               (rec.epoch == known_epoch && rec.epoch == out->previous.epoch));
   txn.put(keys::leader(shard), encode(rec));
   out->record = rec;
   return absl::OkStatus();

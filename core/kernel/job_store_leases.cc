@@ -34,6 +34,7 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
     // with exactly this expiry.
     KAIROS_CHECK_MSG(run && run->state == RunState::kLeased && run->lease_expiry == expiry,
                      "a lease-expiry entry names a run that is not leased until then");
+    KAIROS_CHECK(expiry <= now);
     KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
     if (!job_accepts(job, rid)) {
       withdraw(txn, *run, now, out->events, "lease lapsed after cancel");
@@ -43,6 +44,7 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
     const std::uint64_t token = run->token;
     KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, *run, now, AttemptEnd::kLapsed,
                                            job->spec.policy.max_attempts, out->events));
+    KAIROS_CHECK(run->state == RunState::kReady || run->state == RunState::kFailed);
     if (run->state == RunState::kReady) out->requeued.push_back(rid);
     out->events.push_back(run_event("run.lease_lapsed", *run)
                               .with("worker", owner)
@@ -56,6 +58,7 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
 absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) const {
   *out = {};
   if (args.max_runs == 0) return absl::OkStatus();
+  KAIROS_CHECK(args.ttl > absl::ZeroDuration());
   const absl::Time now = txn.now();
   constexpr std::int32_t kBands = kMaxPriority - kMinPriority + 1;
   // Grants the run behind queue entry `key` (write_run keeps the queue exact:
@@ -72,15 +75,18 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       withdraw(txn, *run, now, out->events, "job no longer active");
       return absl::OkStatus();
     }
-    KAIROS_ASSIGN_OR_RETURN(JobCounters counters, read_counters(txn, rid.job_id));
+    KAIROS_ASSIGN_OR_RETURN(const JobCounters before, read_counters(txn, rid.job_id));
+    JobCounters counters = before;
+    KAIROS_CHECK_MSG(run->token <= counters.token_hw, "a run's token is above its job's mark");
     std::uint64_t token;
-    if (bugs_.reuse_token && run->token != 0) {
+    const bool reused = bugs_.reuse_token && run->token != 0;
+    if (reused) {
       token = run->token;  // planted bug: a re-grant keeps the old token
     } else {
       token = counters.token_hw + 1;
       KAIROS_CHECK(token > run->token);
       counters.token_hw = token;
-      txn.put(keys::counters(rid.job_id), encode(counters));
+      write_counters(txn, rid.job_id, before, counters);
     }
     const absl::Duration waited = now - run->ready_at;
     run->state = RunState::kLeased;
@@ -97,6 +103,10 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       run->attempts.push_back(std::move(a));
     }
     write_run(txn, old, *run);
+    // The grant: leased, under the job's newest token, until after now.
+    KAIROS_CHECK(run->state == RunState::kLeased && run->lease_expiry > now);
+    KAIROS_CHECK_MSG(reused || run->token == counters.token_hw,
+                     "a grant carries the job's token high-water mark");
     out->events.push_back(run_event("run.claimed", *run)
                               .with("worker", args.worker)
                               .with("lease_expiry", run->lease_expiry)
@@ -152,6 +162,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
 absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vector<RenewItem>& items,
                              absl::Duration ttl, RenewResult* out) const {
   *out = {};
+  KAIROS_CHECK(items.empty() || ttl > absl::ZeroDuration());
   const absl::Time now = txn.now();
   for (const RenewItem& item : items) {
     RenewVerdict v;
@@ -173,8 +184,11 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
       v.verdict = WriteVerdict::kLeaseLapsed;
       v.reason = "lease lapsed before the renewal arrived";
     } else {
+      // The fence held: only the run's current token renews its lease.
+      KAIROS_CHECK(bugs_.ignore_fencing || run->token == item.token);
       const RunRecord old = *run;
       run->lease_expiry = now + ttl;
+      KAIROS_CHECK(run->lease_expiry > now);
       write_run(txn, old, *run);
       v.verdict = WriteVerdict::kAccepted;
       v.lease_expiry = run->lease_expiry;
@@ -237,6 +251,8 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
     } else {
       // Accepted: the token is current (the token, not the clock, is the
       // fence: until the reaper re-queues the run nobody else can hold it).
+      KAIROS_CHECK_MSG(bugs_.ignore_fencing || (token_ok && run->state == RunState::kLeased),
+                       "a completion was accepted without the current token of a leased run");
       KAIROS_ASSIGN_OR_RETURN(auto job,
                               read<JobRecord>(txn, keys::job(run->id.job_id), decode_job));
       const JobPolicy policy = job_accepts(job, run->id) ? job->spec.policy : JobPolicy{};
@@ -277,6 +293,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
         run->attempt += 1;
         run->ready_at = now + delay;
         run->last_retry_delay = delay;
+        KAIROS_CHECK(run->ready_at >= now && run->attempt == failed + 1);
         write_run(txn, old, *run, legality);
         out->events.push_back(
             run_event("run.retry_scheduled", *run)

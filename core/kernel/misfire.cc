@@ -61,8 +61,9 @@ void add_record(MisfireDecision& d, std::size_t b, std::size_t e, LedgerOutcome 
 
 }  // namespace
 
-MisfireDecision decide_misfire(const MisfireInput& in) {
-  KAIROS_CHECK(!in.due.empty());
+namespace {
+
+MisfireDecision decide(const MisfireInput& in) {
   const JobPolicy& p = in.policy;
   const std::vector<Fire>& due = in.due;
   for (std::size_t i = 1; i < due.size(); ++i) {
@@ -139,6 +140,34 @@ MisfireDecision decide_misfire(const MisfireInput& in) {
       break;
     }
   }
+  return d;
+}
+
+}  // namespace
+
+MisfireDecision decide_misfire(const MisfireInput& in) {
+  KAIROS_CHECK(!in.due.empty());
+  const MisfireDecision d = decide(in);
+  // What every decision guarantees: progress (the next occurrence comes
+  // after the entry's own), at most one run, actions within `due`, and no
+  // occurrence both run and recorded.
+  const std::size_t n = in.due.size();
+  KAIROS_CHECK_MSG(!d.next || d.next->nominal > in.due[0].nominal, "misfire: no progress");
+  KAIROS_CHECK(d.misfire == (d.misfired > 0));
+  KAIROS_CHECK(d.skipped + d.coalesced <= n);
+  std::size_t runs = 0, recorded = 0;
+  for (const MisfireAction& a : d.actions) {
+    if (a.kind == MisfireAction::Kind::kRun) {
+      ++runs;
+      KAIROS_CHECK(a.index < n && has_own_run(a.outcome));
+    } else {
+      KAIROS_CHECK(a.begin < a.end && a.end <= n && !has_own_run(a.outcome));
+      recorded += a.end - a.begin;
+    }
+  }
+  KAIROS_CHECK(runs <= 1);
+  KAIROS_CHECK(recorded == d.skipped + d.coalesced);
+  KAIROS_CHECK(d.backlog == 0 || (in.policy.misfire == MisfirePolicy::kRunOnce && in.capped));
   return d;
 }
 

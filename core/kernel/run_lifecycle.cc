@@ -60,6 +60,14 @@ absl::StatusOr<JobCounters> read_counters(Txn& txn, std::string_view id) {
   return c.value_or(JobCounters{});
 }
 
+void write_counters(Txn& txn, std::string_view id, const JobCounters& before,
+                    const JobCounters& next) {
+  KAIROS_CHECK_MSG(next.token_hw >= before.token_hw, "the token high-water mark went backwards");
+  KAIROS_CHECK_MSG(next.incarnation_hw >= before.incarnation_hw,
+                   "the incarnation high-water mark went backwards");
+  txn.put(keys::counters(id), encode(next));
+}
+
 namespace {
 void put_run(Txn& txn, const RunRecord& run) { txn.put(keys::run(run.id), encode(run)); }
 
@@ -110,7 +118,18 @@ void write_run(Txn& txn, const std::optional<RunRecord>& old, const RunRecord& n
                        " -> ", absl_sv(to_string(next.state)), " of ", idempotency_key(next.id));
       KAIROS_CHECK_MSG(legal_transition(from, next.state), msg.c_str());
     }
+    // A run's token and attempt number never go backwards, and a lease
+    // extended in place keeps its token.
+    if (old) {
+      KAIROS_CHECK(next.token >= old->token);
+      KAIROS_CHECK(next.attempt >= old->attempt);
+      KAIROS_CHECK(old->state != RunState::kLeased || next.state != RunState::kLeased ||
+                   next.token == old->token);
+    }
   }
+  KAIROS_CHECK(!old || old->shard == next.shard);
+  KAIROS_CHECK_MSG(next.state != RunState::kLeased || next.token > 0,
+                   "a leased run carries a granted token");
   const RunIndexKeys before = old ? run_index_keys(*old) : RunIndexKeys{};
   const RunIndexKeys after = run_index_keys(next);
   update_entry(txn, before.ready, after.ready);
@@ -180,6 +199,7 @@ void cancel_ledger(Txn& txn, const RunRecord& run, std::string_view why,
 // off the queue and the open set; its occurrence's ledger record says so.
 void withdraw(Txn& txn, RunRecord& run, absl::Time now, std::vector<Event>& events,
               std::string_view why) {
+  KAIROS_CHECK_MSG(!is_terminal(run.state), "withdrawing a run that is already over");
   const RunRecord old = run;
   if (run.state == RunState::kLeased) close_attempt(run, AttemptEnd::kLapsed, now);
   const bool never_started = run.token == 0;
@@ -200,6 +220,7 @@ absl::StatusOr<OpenRuns> open_runs(Txn& txn, std::string_view id, std::uint64_t 
   const keys::Range r = keys::open_runs_of(id, inc);
   for (const auto& kv : txn.scan(r.begin, r.end, 10'000)) {
     KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_open(kv.key));
+    KAIROS_CHECK(rid.job_id == id && rid.incarnation == inc);
     KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
     if (!run)
       return absl::DataLossError(absl::StrCat("open-run entry without run ", idempotency_key(rid)));
@@ -229,6 +250,7 @@ absl::Status promote_waiting(Txn& txn, const RunId& finished, absl::Time now,
   KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs(txn, finished.job_id, finished.incarnation));
   if (!open.first_waiting || open.active >= overlap_cap(job->spec.policy)) return absl::OkStatus();
   const RunRecord& old = *open.first_waiting;
+  KAIROS_CHECK(old.state == RunState::kWaiting);
   RunRecord run = old;
   run.state = RunState::kReady;
   run.ready_at = now;
@@ -243,6 +265,8 @@ absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState
                         RunStatus outcome, std::int32_t exit_code, std::string detail,
                         absl::Time now, std::string_view worker, std::vector<Event>& events,
                         Legality legality) {
+  KAIROS_CHECK_MSG(!is_terminal(old.state), "finishing a run that is already over");
+  KAIROS_CHECK(is_terminal(state) && state != RunState::kCancelled);
   run.state = state;
   run.outcome = outcome;
   run.exit_code = exit_code;
@@ -266,6 +290,9 @@ absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState
 absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEnd end,
                              std::uint32_t max_attempts, std::vector<Event>& events,
                              Legality legality) {
+  KAIROS_CHECK_MSG(legality == Legality::kPlantedBug || run.state == RunState::kLeased,
+                   "re-queueing a run that was not leased");
+  KAIROS_CHECK(end == AttemptEnd::kLapsed || end == AttemptEnd::kReleased);
   const RunRecord old = run;
   close_attempt(run, end, now);
   if (run.attempt >= max_attempts) {
@@ -282,6 +309,7 @@ absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEn
   run.ready_at = now;
   run.lease_expiry = absl::InfinitePast();
   write_run(txn, old, run, legality);
+  KAIROS_CHECK(run.attempt == old.attempt + 1 && run.attempt <= max_attempts);
   return absl::OkStatus();
 }
 

@@ -50,6 +50,10 @@ absl::StatusOr<std::optional<T>> read(Txn& txn, const std::string& key,
 
 // The job's counters (zero when none were written yet).
 absl::StatusOr<JobCounters> read_counters(Txn& txn, std::string_view id);
+// Writes `next` over `before` (as read); the high-water marks never go
+// backwards (KAIROS_CHECK).
+void write_counters(Txn& txn, std::string_view id, const JobCounters& before,
+                    const JobCounters& next);
 
 // Run transitions. write_run is the one owner of a run's record and of the
 // three index entries derived from its state:

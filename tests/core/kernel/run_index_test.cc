@@ -22,6 +22,7 @@ namespace {
 using job_store_internal::legal_transition;
 using job_store_internal::Legality;
 using job_store_internal::run_index_keys;
+using job_store_internal::write_counters;
 using job_store_internal::write_run;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'767'225'600);  // 2026-01-01
@@ -65,6 +66,7 @@ RunRecord base_run() {
   r.priority = 5;
   r.ready_at = kT0;
   r.state = RunState::kReady;
+  r.token = 7;  // granted once before (tokens never go backwards)
   return r;
 }
 
@@ -72,7 +74,6 @@ RunRecord in_state(RunState s) {
   RunRecord r = base_run();
   r.state = s;
   if (s == RunState::kLeased) {
-    r.token = 7;
     r.owner = "w";
     r.lease_expiry = kT0 + absl::Seconds(30);
   }
@@ -246,6 +247,37 @@ TEST(RunIndexDeathTest, OldAndNewMustNameTheSameRun) {
         write_run(t, in_state(RunState::kReady), other);
       },
       "different runs");
+}
+
+TEST(RunIndexDeathTest, TokensAndMarksNeverGoBackwards) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  RunRecord older = in_state(RunState::kLeased);
+  older.token = 3;
+  EXPECT_DEATH(
+      {
+        LogTxn t;
+        write_run(t, in_state(RunState::kLeased), older);
+      },
+      "next.token >= old->token");
+  JobCounters before;
+  before.incarnation_hw = 2;
+  before.token_hw = 9;
+  JobCounters after = before;
+  after.token_hw = 8;
+  EXPECT_DEATH(
+      {
+        LogTxn t;
+        write_counters(t, "job", before, after);
+      },
+      "token high-water mark went backwards");
+  after = before;
+  after.incarnation_hw = 1;
+  EXPECT_DEATH(
+      {
+        LogTxn t;
+        write_counters(t, "job", before, after);
+      },
+      "incarnation high-water mark went backwards");
 }
 
 }  // namespace
