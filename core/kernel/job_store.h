@@ -48,6 +48,10 @@
 
 namespace kairos {
 
+namespace job_store_internal {
+struct OpenRuns;
+}  // namespace job_store_internal
+
 // Limits checked at the API boundary.
 inline constexpr std::size_t kMaxJobIdSize = 200;
 inline constexpr std::size_t kMaxWorkerIdSize = 200;
@@ -330,6 +334,25 @@ class JobStore {
                              std::vector<Event>& events) const;
   absl::Status put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,
                           std::vector<Event>& events) const;
+
+  // Planted-bug decision points (job_store_planted_bugs.cc): each is the
+  // clean behaviour unless its PlantedBugs switch is set.
+  bool planted_skips_epoch_check() const;
+  bool planted_reaper_off() const;
+  absl::StatusOr<job_store_internal::OpenRuns> open_runs_for_overlap(Txn& txn,
+                                                                     const JobRecord& job) const;
+  absl::Status create_dispatched_run(Txn& txn, const RunRecord& run, DispatchResult* out) const;
+  bool catch_up_bounded() const;
+  struct GrantToken {
+    std::uint64_t token = 0;
+    std::uint64_t high_water = 0;  // the job's token mark after the grant
+    bool reused = false;           // reuse_token: the run's old token
+  };
+  absl::StatusOr<GrantToken> grant_token(Txn& txn, const RunRecord& run) const;
+  bool token_refused(std::uint64_t current, std::uint64_t presented) const;
+  bool planted_ignores_fencing() const;
+  bool planted_completes_requeued(const RunRecord& run) const;
+  absl::Duration retry_backoff(const JobPolicy& policy, const RunRecord& run) const;
 
   std::uint32_t shard_count_;
   PlantedBugs bugs_;

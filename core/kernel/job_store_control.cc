@@ -196,8 +196,7 @@ absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult*
     if (!existing && !schedule.matches(nominal)) break;
     nominal += absl::Microseconds(1);
   }
-  KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs(txn, job.spec.id, job.incarnation));
-  if (bugs_.overlap_ignored) open = OpenRuns{};  // planted bug
+  KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs_for_overlap(txn, job));
   const JobPolicy& p = job.spec.policy;
   RunState state = RunState::kReady;
   if (!args.force && (open.active >= overlap_cap(p) || open.waiting > 0)) {

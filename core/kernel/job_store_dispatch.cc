@@ -72,8 +72,7 @@ absl::Status JobStore::fire(Txn& txn, std::uint32_t shard, JobRecord& job, const
   led.lateness = o.lateness;
   led.recorded_at = now;
   // The overlap decision.
-  KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs(txn, job.spec.id, job.incarnation));
-  if (bugs_.overlap_ignored) open = OpenRuns{};  // planted bug: nothing counts as unfinished
+  KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs_for_overlap(txn, job));
   RunState state = RunState::kReady;
   if (open.active >= overlap_cap(p) || open.waiting > 0) {
     if (p.overlap == OverlapPolicy::kQueue && open.waiting == 0) {
@@ -103,11 +102,7 @@ absl::Status JobStore::fire(Txn& txn, std::uint32_t shard, JobRecord& job, const
   led.outcome = o.outcome;
   led.run_nominal = run.id.nominal;
   if (state == RunState::kWaiting) led.detail = "queued behind an unfinished run (overlap queue)";
-  if (bugs_.non_atomic_dispatch) {
-    out->to_create.push_back(run);  // planted bug: created by a second txn
-  } else {
-    KAIROS_RETURN_IF_ERROR(create_run_if_absent(txn, run, /*idempotent=*/true, out));
-  }
+  KAIROS_RETURN_IF_ERROR(create_dispatched_run(txn, run, out));
   if (o.created) *o.created = true;
   return put_ledger(txn, job, led, out->events);
 }
@@ -228,7 +223,7 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
   in.now = now;
   in.backlog = job.backlog;
   in.due = {first};
-  in.bound_catch_up = !bugs_.unbounded_catch_up;
+  in.bound_catch_up = catch_up_bounded();
   if (misfired(p, first, job.created_at, now)) {
     for (;;) {
       auto n = schedule.next_after(in.due.back().nominal);

@@ -20,7 +20,7 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
   *out = {};
   KAIROS_CHECK(limit > 0);
   KAIROS_RETURN_IF_ERROR(leader_gate(txn, shard, leader));
-  if (bugs_.no_lease_expiry) return absl::OkStatus();  // planted bug
+  if (planted_reaper_off()) return absl::OkStatus();
   const absl::Time now = txn.now();
   const keys::Range range = keys::expiry_until(shard, now);
   const auto entries = txn.scan(range.begin, range.end, limit);
@@ -75,19 +75,8 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       withdraw(txn, *run, now, out->events, "job no longer active");
       return absl::OkStatus();
     }
-    KAIROS_ASSIGN_OR_RETURN(const JobCounters before, read_counters(txn, rid.job_id));
-    JobCounters counters = before;
-    KAIROS_CHECK_MSG(run->token <= counters.token_hw, "a run's token is above its job's mark");
-    std::uint64_t token;
-    const bool reused = bugs_.reuse_token && run->token != 0;
-    if (reused) {
-      token = run->token;  // planted bug: a re-grant keeps the old token
-    } else {
-      token = counters.token_hw + 1;
-      KAIROS_CHECK(token > run->token);
-      counters.token_hw = token;
-      write_counters(txn, rid.job_id, before, counters);
-    }
+    KAIROS_ASSIGN_OR_RETURN(const GrantToken grant, grant_token(txn, *run));
+    const std::uint64_t token = grant.token;
     const absl::Duration waited = now - run->ready_at;
     run->state = RunState::kLeased;
     run->owner = args.worker;
@@ -105,7 +94,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
     write_run(txn, old, *run);
     // The grant: leased, under the job's newest token, until after now.
     KAIROS_CHECK(run->state == RunState::kLeased && run->lease_expiry > now);
-    KAIROS_CHECK_MSG(reused || run->token == counters.token_hw,
+    KAIROS_CHECK_MSG(grant.reused || run->token == grant.high_water,
                      "a grant carries the job's token high-water mark");
     out->events.push_back(run_event("run.claimed", *run)
                               .with("worker", args.worker)
@@ -170,7 +159,7 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
     if (!run) {
       v.verdict = WriteVerdict::kUnknownRun;
       v.reason = absl::StrCat("no run ", idempotency_key(item.run));
-    } else if (run->token != item.token && !bugs_.ignore_fencing) {
+    } else if (token_refused(run->token, item.token)) {
       v.verdict = WriteVerdict::kStaleToken;
       v.reason = absl::StrCat("stale token ", item.token, "; current token is ", run->token);
       out->events.push_back(run_event("write.rejected_stale_token", *run)
@@ -185,7 +174,7 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
       v.reason = "lease lapsed before the renewal arrived";
     } else {
       // The fence held: only the run's current token renews its lease.
-      KAIROS_CHECK(bugs_.ignore_fencing || run->token == item.token);
+      KAIROS_CHECK(run->token == item.token || planted_ignores_fencing());
       const RunRecord old = *run;
       run->lease_expiry = now + ttl;
       KAIROS_CHECK(run->lease_expiry > now);
@@ -230,15 +219,14 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       // re-queued (released, or waiting for its retry).
       v.verdict = WriteVerdict::kAccepted;
       v.reason = releasing ? "already released" : "already recorded; retry scheduled";
-    } else if (!token_ok && !bugs_.ignore_fencing) {
+    } else if (token_refused(run->token, item.token)) {
       v.verdict = WriteVerdict::kStaleToken;
       v.reason = absl::StrCat("stale token ", item.token, "; current token is ", run->token);
       out->events.push_back(run_event("write.rejected_stale_token", *run)
                                 .with("worker", std::string(worker))
                                 .with("stale_token", item.token)
                                 .with("op", std::string("complete")));
-    } else if (run->state != RunState::kLeased &&
-               !(bugs_.ignore_fencing && run->state == RunState::kReady)) {
+    } else if (run->state != RunState::kLeased && !planted_completes_requeued(*run)) {
       v.verdict =
           run->state == RunState::kReady ? WriteVerdict::kStaleToken : WriteVerdict::kNotLeased;
       v.reason = absl::StrCat(
@@ -251,7 +239,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
     } else {
       // Accepted: the token is current (the token, not the clock, is the
       // fence: until the reaper re-queues the run nobody else can hold it).
-      KAIROS_CHECK_MSG(bugs_.ignore_fencing || (token_ok && run->state == RunState::kLeased),
+      KAIROS_CHECK_MSG((token_ok && run->state == RunState::kLeased) || planted_ignores_fencing(),
                        "a completion was accepted without the current token of a leased run");
       KAIROS_ASSIGN_OR_RETURN(auto job,
                               read<JobRecord>(txn, keys::job(run->id.job_id), decode_job));
@@ -260,7 +248,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       // A ready run gets here only under the ignore_fencing planted bug (a
       // stale holder's report on a re-queued run): not a legal transition.
       const Legality legality =
-          run->state == RunState::kReady ? Legality::kPlantedBug : Legality::kChecked;
+          planted_completes_requeued(*run) ? Legality::kPlantedBug : Legality::kChecked;
       if (releasing) {
         // The worker gave the run back (stopped at its lease deadline).
         const std::uint32_t max = job_live ? policy.max_attempts : run->attempt;
@@ -280,9 +268,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       if (retry) {
         // The next attempt of the same run (same idempotency key), after the
         // backoff; its claim takes a higher token.
-        const absl::Duration delay = bugs_.retry_without_backoff
-                                         ? absl::ZeroDuration()  // planted bug
-                                         : retry_delay(policy, run->id, run->attempt);
+        const absl::Duration delay = retry_backoff(policy, *run);
         const std::uint32_t failed = run->attempt;
         run->state = RunState::kReady;
         run->outcome = item.outcome;
