@@ -26,6 +26,15 @@
 // epoch.
 //
 // Determinism. No clocks (only Txn::now()), no hash-order iteration.
+//
+// Layout. One class, its bodies split by topic: job_store_jobs.cc (validation,
+// create/get/list/cancel), _leadership.cc, _dispatch.cc (dispatch, ledger,
+// retention), _leases.cc (claim/renew/complete/reap), _control.cc (pause,
+// resume, update, apply, trigger, ledger and runs queries), and
+// _planted_bugs.cc (every PlantedBugs decision point). Every run transition
+// goes through write_run (run_lifecycle.h), which owns the run's ready-queue,
+// lease-expiry and open-run entries; the misfire rule is the pure function of
+// misfire.h.
 #pragma once
 
 #include <cstdint>
@@ -103,7 +112,7 @@ struct ListResult {
   std::string next_page_token;  // empty when there is no further page
 };
 
-// Job control (issue 6).
+// Job control.
 struct ControlResult {
   JobRecord job;
   bool changed = false;              // false: the request was already in effect
