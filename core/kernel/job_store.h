@@ -26,6 +26,15 @@
 // epoch.
 //
 // Determinism. No clocks (only Txn::now()), no hash-order iteration.
+//
+// Layout. One class, its bodies split by topic: job_store_jobs.cc (validation,
+// create/get/list/cancel), _leadership.cc, _dispatch.cc (dispatch, ledger,
+// retention), _leases.cc (claim/renew/complete/reap), _control.cc (pause,
+// resume, update, apply, trigger, ledger and runs queries), and
+// _planted_bugs.cc (every PlantedBugs decision point). Every run transition
+// goes through write_run (run_lifecycle.h), which owns the run's ready-queue,
+// lease-expiry and open-run entries; the misfire rule is the pure function of
+// misfire.h.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +45,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/kernel/misfire.h"
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/policy.h"
 #include "core/kernel/records.h"
@@ -46,6 +57,10 @@
 #include "core/ports/storage.h"
 
 namespace kairos {
+
+namespace job_store_internal {
+struct OpenRuns;
+}  // namespace job_store_internal
 
 // Limits checked at the API boundary.
 inline constexpr std::size_t kMaxJobIdSize = 200;
@@ -98,7 +113,7 @@ struct ListResult {
   std::string next_page_token;  // empty when there is no further page
 };
 
-// Job control (issue 6).
+// Job control.
 struct ControlResult {
   JobRecord job;
   bool changed = false;              // false: the request was already in effect
@@ -306,6 +321,9 @@ class JobStore {
                               DispatchResult* out) const;
   absl::Status fire(Txn& txn, std::uint32_t shard, JobRecord& job, const Occ& occ,
                     DispatchResult* out) const;
+  absl::StatusOr<std::uint64_t> apply_misfire(Txn& txn, std::uint32_t shard, JobRecord& job,
+                                              const MisfireInput& in, const MisfireDecision& d,
+                                              absl::Time ready_at, DispatchResult* out) const;
   absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const;
   absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
                             std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,
@@ -315,6 +333,25 @@ class JobStore {
                              std::vector<Event>& events) const;
   absl::Status put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,
                           std::vector<Event>& events) const;
+
+  // Planted-bug decision points (job_store_planted_bugs.cc): each is the
+  // clean behaviour unless its PlantedBugs switch is set.
+  bool planted_skips_epoch_check() const;
+  bool planted_reaper_off() const;
+  absl::StatusOr<job_store_internal::OpenRuns> open_runs_for_overlap(Txn& txn,
+                                                                     const JobRecord& job) const;
+  absl::Status create_dispatched_run(Txn& txn, const RunRecord& run, DispatchResult* out) const;
+  bool catch_up_bounded() const;
+  struct GrantToken {
+    std::uint64_t token = 0;
+    std::uint64_t high_water = 0;  // the job's token mark after the grant
+    bool reused = false;           // reuse_token: the run's old token
+  };
+  absl::StatusOr<GrantToken> grant_token(Txn& txn, const RunRecord& run) const;
+  bool token_refused(std::uint64_t current, std::uint64_t presented) const;
+  bool planted_ignores_fencing() const;
+  bool planted_completes_requeued(const RunRecord& run) const;
+  absl::Duration retry_backoff(const JobPolicy& policy, const RunRecord& run) const;
 
   std::uint32_t shard_count_;
   PlantedBugs bugs_;

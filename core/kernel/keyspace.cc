@@ -1,10 +1,26 @@
 #include "core/kernel/keyspace.h"
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
 
 namespace kairos::keys {
+
+// Every table has its own tag, and a priority band fits the u8 it is
+// encoded in.
+constexpr bool tags_distinct() {
+  constexpr std::uint8_t tags[] = {kMeta,  kJob,    kCounters, kDue,    kRun,  kOpen,
+                                   kReady, kExpiry, kLeader,   kLedger, kSweep};
+  for (std::size_t i = 0; i < std::size(tags); ++i)
+    for (std::size_t j = i + 1; j < std::size(tags); ++j)
+      if (tags[i] == tags[j]) return false;
+  return true;
+}
+static_assert(tags_distinct());
+static_assert(kMaxPriority - kMinPriority < 256);
+static_assert(kMaxShards > 0);
 
 namespace {
 KeyBuilder& run_suffix(KeyBuilder& b, const RunId& id) {

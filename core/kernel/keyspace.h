@@ -14,8 +14,9 @@
 //                                next occurrence. One per active job.
 //   R | id | inc | nominal       RunRecord; (id, inc, nominal) is the
 //                                occurrence identity and idempotency key.
-//   O | id | inc | nominal       (empty) open runs: not yet terminal. Lets
-//                                cancel (and issue 6's overlap policy) find a
+//   O | id | inc | nominal       (empty) open runs: not yet terminal (kept
+//                                exact by write_run, run_lifecycle.h). Lets
+//                                cancel (and the overlap policy) find a
 //                                job's live runs without scanning its history.
 //   Q | shard | band | ready_at | id | inc | nominal
 //                                (empty) claimable runs. band = kMaxPriority -
@@ -23,7 +24,7 @@
 //   E | shard | expiry | id | inc | nominal
 //                                (empty) lease expiry index for the reaper.
 //   L | shard                    LeaderRecord.
-//   H | id | nominal | inc       LedgerRecord (issue 6): what became of each
+//   H | id | nominal | inc       LedgerRecord: what became of each
 //                                occurrence (or range of occurrences starting
 //                                at `nominal`). Keyed by id across
 //                                incarnations so one time-range scan answers

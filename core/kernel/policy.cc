@@ -27,6 +27,9 @@ absl::Duration retry_delay(const JobPolicy& p, const RunId& run, std::uint32_t f
   const std::uint64_t u = stable_hash(idempotency_key(run), failed_attempt) >> 32;  // [0, 2^32)
   const uint128_t cut = static_cast<uint128_t>(base) * p.retry_jitter_percent * u /
                         (static_cast<uint128_t>(100) << 32);
+  // The jitter only shortens the delay, by at most retry_jitter_percent
+  // (which validate_job_spec bounds by 100).
+  KAIROS_CHECK(p.retry_jitter_percent > 100 || cut <= static_cast<uint128_t>(base));
   return absl::Microseconds(base - static_cast<std::int64_t>(cut));
 }
 

@@ -203,7 +203,10 @@ absl::StatusOr<JobRecord> decode_job(std::string_view bytes) {
 std::string encode(const JobCounters& c) {
   ByteWriter w;
   w.u8(kRecordVersion).u64(c.incarnation_hw).u64(c.token_hw);
-  return std::move(w).take();
+  std::string out = std::move(w).take();
+  // Paired with the decoder (cheap: two integers).
+  KAIROS_CHECK(decode_counters(out).ok() && decode_counters(out)->token_hw == c.token_hw);
+  return out;
 }
 
 absl::StatusOr<JobCounters> decode_counters(std::string_view bytes) {
@@ -286,7 +289,9 @@ absl::StatusOr<RunRecord> decode_run(std::string_view bytes) {
 std::string encode(const LeaderRecord& l) {
   ByteWriter w;
   w.u8(kRecordVersion).str(l.holder).u64(l.epoch).time(l.expiry);
-  return std::move(w).take();
+  std::string out = std::move(w).take();
+  KAIROS_CHECK(decode_leader(out).ok() && decode_leader(out)->epoch == l.epoch);
+  return out;
 }
 
 absl::StatusOr<LeaderRecord> decode_leader(std::string_view bytes) {
@@ -306,7 +311,9 @@ absl::StatusOr<LeaderRecord> decode_leader(std::string_view bytes) {
 std::string encode(const DueEntry& d) {
   ByteWriter w;
   w.u8(kRecordVersion).u64(d.incarnation).time(d.nominal);
-  return std::move(w).take();
+  std::string out = std::move(w).take();
+  KAIROS_CHECK(decode_due(out).ok() && decode_due(out)->incarnation == d.incarnation);
+  return out;
 }
 
 absl::StatusOr<DueEntry> decode_due(std::string_view bytes) {

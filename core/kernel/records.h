@@ -30,7 +30,7 @@ namespace kairos {
 class ByteWriter;
 class ByteReader;
 
-// 2: policies, ledger, attempts, namespace/labels (issue 6). Version-1 records
+// 2: policies, ledger, attempts, namespace/labels. Version-1 records
 // are rejected with DataLoss naming the version.
 inline constexpr std::uint8_t kRecordVersion = 2;
 
@@ -93,7 +93,7 @@ struct JobRecord {
   std::optional<absl::Time> next_due_at;
   absl::Time next_nominal = absl::InfinitePast();
   absl::Time cancelled_at = absl::InfinitePast();
-  // Job control (issue 6). While paused the job owns no due entry; its
+  // Job control. While paused the job owns no due entry; its
   // next_nominal is kept and resume re-inserts it (the misfire policy then
   // decides what the missed occurrences become; those not fired are recorded
   // as kPaused when they fell in [paused_at, resumed_at)).
@@ -133,7 +133,7 @@ struct RunId {
 // KAIROS_IDEMPOTENCY_KEY.
 std::string idempotency_key(const RunId& id);
 
-// kWaiting (issue 6, overlap `queue`): created but held back until the
+// kWaiting (overlap `queue`): created but held back until the
 // job's unfinished runs finish; not on the ready queue.
 enum class RunState : std::uint8_t { kReady, kLeased, kSucceeded, kFailed, kCancelled, kWaiting };
 std::string_view to_string(RunState s);
@@ -185,7 +185,7 @@ struct RunRecord {
   RunStatus outcome = RunStatus::kFailed;  // meaningful when terminal (not cancelled)
   std::int32_t exit_code = 0;
   std::string detail;
-  // Issue 6.
+  // Manual runs, misfire accounting, retries and attempt history.
   RunKind kind = RunKind::kScheduled;
   absl::Duration lateness;              // dispatched_at - fire time (0 for manual)
   std::uint32_t stands_for = 1;         // occurrences this run stands for (run-once)

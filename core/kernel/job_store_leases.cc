@@ -1,0 +1,307 @@
+// JobStore, leases: claims (the priority queue with its no-starvation rule),
+// renewals and completions fenced by the run's token, and the reaper that
+// makes runs whose lease lapsed claimable again.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "core/kernel/job_store.h"
+#include "core/kernel/keyspace.h"
+#include "core/kernel/run_lifecycle.h"
+#include "core/schedule/schedule.h"
+
+namespace kairos {
+
+using namespace job_store_internal;  // the bodies' shared helpers
+
+absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
+                            std::size_t limit, ReapResult* out) const {
+  *out = {};
+  KAIROS_CHECK(limit > 0);
+  KAIROS_RETURN_IF_ERROR(leader_gate(txn, shard, leader));
+  if (planted_reaper_off()) return absl::OkStatus();
+  const absl::Time now = txn.now();
+  const keys::Range range = keys::expiry_until(shard, now);
+  const auto entries = txn.scan(range.begin, range.end, limit);
+  out->more = entries.size() == limit;
+  for (const auto& kv : entries) {
+    ++out->scanned;
+    absl::Time expiry;
+    KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_expiry(kv.key, &expiry));
+    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
+    // write_run keeps the expiry index exact: the entry names a leased run
+    // with exactly this expiry.
+    KAIROS_CHECK_MSG(run && run->state == RunState::kLeased && run->lease_expiry == expiry,
+                     "a lease-expiry entry names a run that is not leased until then");
+    KAIROS_CHECK(expiry <= now);
+    KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
+    if (!job_accepts(job, rid)) {
+      withdraw(txn, *run, now, out->events, "lease lapsed after cancel");
+      continue;
+    }
+    const std::string owner = run->owner;
+    const std::uint64_t token = run->token;
+    KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, *run, now, AttemptEnd::kLapsed,
+                                           job->spec.policy.max_attempts, out->events));
+    KAIROS_CHECK(run->state == RunState::kReady || run->state == RunState::kFailed);
+    if (run->state == RunState::kReady) out->requeued.push_back(rid);
+    out->events.push_back(run_event("run.lease_lapsed", *run)
+                              .with("worker", owner)
+                              .with("lapsed_token", token)
+                              .with("expiry", expiry)
+                              .with("state", std::string(to_string(run->state))));
+  }
+  return sweep_cancelled(txn, shard, out->events);
+}
+
+absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) const {
+  *out = {};
+  if (args.max_runs == 0) return absl::OkStatus();
+  KAIROS_CHECK(args.ttl > absl::ZeroDuration());
+  const absl::Time now = txn.now();
+  constexpr std::int32_t kBands = kMaxPriority - kMinPriority + 1;
+  // Grants the run behind queue entry `key` (write_run keeps the queue exact:
+  // the entry names a ready run under exactly this key).
+  auto take = [&](const std::string& key) -> absl::Status {
+    KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(key));
+    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
+    KAIROS_CHECK_MSG(run && run->state == RunState::kReady &&
+                         keys::ready(run->shard, run->priority, run->ready_at, run->id) == key,
+                     "a ready-queue entry names a run that is not ready under that key");
+    const RunRecord old = *run;
+    KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
+    if (!job_accepts(job, rid)) {
+      withdraw(txn, *run, now, out->events, "job no longer active");
+      return absl::OkStatus();
+    }
+    KAIROS_ASSIGN_OR_RETURN(const GrantToken grant, grant_token(txn, *run));
+    const std::uint64_t token = grant.token;
+    const absl::Duration waited = now - run->ready_at;
+    run->state = RunState::kLeased;
+    run->owner = args.worker;
+    run->token = token;
+    run->lease_expiry = now + args.ttl;
+    run->claimed_at = now;
+    if (run->attempts.size() < 1000) {
+      AttemptRecord a;
+      a.attempt = run->attempt;
+      a.token = token;
+      a.worker = args.worker;
+      a.claimed_at = now;
+      run->attempts.push_back(std::move(a));
+    }
+    write_run(txn, old, *run);
+    // The grant: leased, under the job's newest token, until after now.
+    KAIROS_CHECK(run->state == RunState::kLeased && run->lease_expiry > now);
+    KAIROS_CHECK_MSG(grant.reused || run->token == grant.high_water,
+                     "a grant carries the job's token high-water mark");
+    out->events.push_back(run_event("run.claimed", *run)
+                              .with("worker", args.worker)
+                              .with("lease_expiry", run->lease_expiry)
+                              .with("priority", static_cast<std::int64_t>(run->priority))
+                              .with("ready_at", run->ready_at)
+                              .with("waited", waited));
+    out->grants.push_back(Grant{*run, job->spec.payload, job->spec.policy.timeout});
+    return absl::OkStatus();
+  };
+  for (std::uint32_t i = 0; i < shard_count_ && out->grants.size() < args.max_runs; ++i) {
+    const std::uint32_t shard = (args.first_shard + i) % shard_count_;
+    // One probe finds the shard's first non-empty band (or that it has no
+    // ready run at all): the band scans below start there.
+    const keys::Range all = keys::ready_of(shard);
+    const auto probe = txn.scan(all.begin, all.end, 1);
+    if (probe.empty()) continue;
+    KAIROS_ASSIGN_OR_RETURN(const std::uint8_t first_band, keys::parse_ready_band(probe[0].key));
+    // Pass 1, the no-starvation rule: runs ready for at least
+    // starvation_bound are served first, oldest ready_at first, whatever
+    // their band.
+    {
+      const std::size_t want = args.max_runs - out->grants.size();
+      std::vector<std::pair<std::pair<absl::Time, std::string>, std::string>> starved;
+      for (std::int32_t band = first_band; band < kBands; ++band) {
+        const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band),
+                                                    now - options_.starvation_bound);
+        for (const auto& kv : txn.scan(range.begin, range.end, want)) {
+          KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(kv.key));
+          KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
+          KAIROS_CHECK_MSG(run.has_value(), "a ready-queue entry names no run");
+          starved.push_back({{run->ready_at, kv.key}, kv.key});
+        }
+      }
+      std::sort(starved.begin(), starved.end());
+      for (const auto& s : starved) {
+        if (out->grants.size() >= args.max_runs) break;
+        KAIROS_RETURN_IF_ERROR(take(s.second));
+      }
+    }
+    // Pass 2: higher priority first among due runs, FIFO within a band.
+    for (std::int32_t band = first_band; band < kBands; ++band) {
+      const std::size_t want = args.max_runs - out->grants.size();
+      if (want == 0) break;
+      const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band), now);
+      for (const auto& kv : txn.scan(range.begin, range.end, want)) {
+        KAIROS_RETURN_IF_ERROR(take(kv.key));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vector<RenewItem>& items,
+                             absl::Duration ttl, RenewResult* out) const {
+  *out = {};
+  KAIROS_CHECK(items.empty() || ttl > absl::ZeroDuration());
+  const absl::Time now = txn.now();
+  for (const RenewItem& item : items) {
+    RenewVerdict v;
+    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(item.run), decode_run));
+    if (!run) {
+      v.verdict = WriteVerdict::kUnknownRun;
+      v.reason = absl::StrCat("no run ", idempotency_key(item.run));
+    } else if (token_refused(run->token, item.token)) {
+      v.verdict = WriteVerdict::kStaleToken;
+      v.reason = absl::StrCat("stale token ", item.token, "; current token is ", run->token);
+      out->events.push_back(run_event("write.rejected_stale_token", *run)
+                                .with("worker", std::string(worker))
+                                .with("stale_token", item.token)
+                                .with("op", std::string("renew")));
+    } else if (run->state != RunState::kLeased) {
+      v.verdict = WriteVerdict::kNotLeased;
+      v.reason = absl::StrCat("run is ", absl_sv(to_string(run->state)));
+    } else if (run->lease_expiry <= now) {
+      v.verdict = WriteVerdict::kLeaseLapsed;
+      v.reason = "lease lapsed before the renewal arrived";
+    } else {
+      // The fence held: only the run's current token renews its lease.
+      KAIROS_CHECK(run->token == item.token || planted_ignores_fencing());
+      const RunRecord old = *run;
+      run->lease_expiry = now + ttl;
+      KAIROS_CHECK(run->lease_expiry > now);
+      write_run(txn, old, *run);
+      v.verdict = WriteVerdict::kAccepted;
+      v.lease_expiry = run->lease_expiry;
+      out->events.push_back(run_event("run.renewed", *run)
+                                .with("worker", std::string(worker))
+                                .with("lease_expiry", run->lease_expiry));
+    }
+    out->verdicts.push_back(std::move(v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::complete(Txn& txn, std::string_view worker,
+                                const std::vector<CompleteItem>& items, CompleteResult* out) const {
+  *out = {};
+  const absl::Time now = txn.now();
+  for (const CompleteItem& item : items) {
+    CompleteVerdict v;
+    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(item.run), decode_run));
+    const bool releasing = item.outcome == RunStatus::kStopped;
+    if (!run) {
+      v.verdict = WriteVerdict::kUnknownRun;
+      v.reason = absl::StrCat("no run ", idempotency_key(item.run));
+      out->verdicts.push_back(std::move(v));
+      continue;
+    }
+    const bool token_ok = run->token == item.token;
+    // The attempt this token was granted for, if it already ended.
+    const AttemptRecord* ended = nullptr;
+    for (const AttemptRecord& a : run->attempts)
+      if (a.token == item.token && a.end != AttemptEnd::kRunning) ended = &a;
+    if (is_terminal(run->state) && token_ok && run->state != RunState::kCancelled &&
+        run->outcome == item.outcome) {
+      v.verdict = WriteVerdict::kAccepted;  // a retry of a recorded completion
+      v.reason = "already recorded";
+    } else if (run->state == RunState::kReady && token_ok && ended &&
+               ended->end == attempt_end(item.outcome)) {
+      // A retried report whose first copy was applied: the run is already
+      // re-queued (released, or waiting for its retry).
+      v.verdict = WriteVerdict::kAccepted;
+      v.reason = releasing ? "already released" : "already recorded; retry scheduled";
+    } else if (token_refused(run->token, item.token)) {
+      v.verdict = WriteVerdict::kStaleToken;
+      v.reason = absl::StrCat("stale token ", item.token, "; current token is ", run->token);
+      out->events.push_back(run_event("write.rejected_stale_token", *run)
+                                .with("worker", std::string(worker))
+                                .with("stale_token", item.token)
+                                .with("op", std::string("complete")));
+    } else if (run->state != RunState::kLeased && !planted_completes_requeued(*run)) {
+      v.verdict =
+          run->state == RunState::kReady ? WriteVerdict::kStaleToken : WriteVerdict::kNotLeased;
+      v.reason = absl::StrCat(
+          "run is ", absl_sv(to_string(run->state)),
+          run->state == RunState::kReady ? " (its lease lapsed and it was re-queued)" : "");
+      out->events.push_back(run_event("write.rejected_stale_token", *run)
+                                .with("worker", std::string(worker))
+                                .with("stale_token", item.token)
+                                .with("op", std::string("complete")));
+    } else {
+      // Accepted: the token is current (the token, not the clock, is the
+      // fence: until the reaper re-queues the run nobody else can hold it).
+      KAIROS_CHECK_MSG((token_ok && run->state == RunState::kLeased) || planted_ignores_fencing(),
+                       "a completion was accepted without the current token of a leased run");
+      KAIROS_ASSIGN_OR_RETURN(auto job,
+                              read<JobRecord>(txn, keys::job(run->id.job_id), decode_job));
+      const JobPolicy policy = job_accepts(job, run->id) ? job->spec.policy : JobPolicy{};
+      const bool job_live = job_accepts(job, run->id);
+      // A ready run gets here only under the ignore_fencing planted bug (a
+      // stale holder's report on a re-queued run): not a legal transition.
+      const Legality legality =
+          planted_completes_requeued(*run) ? Legality::kPlantedBug : Legality::kChecked;
+      if (releasing) {
+        // The worker gave the run back (stopped at its lease deadline).
+        const std::uint32_t max = job_live ? policy.max_attempts : run->attempt;
+        KAIROS_RETURN_IF_ERROR(
+            requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events, legality));
+        v.verdict = WriteVerdict::kAccepted;
+        out->events.push_back(run_event("run.released", *run)
+                                  .with("worker", std::string(worker))
+                                  .with("state", std::string(to_string(run->state))));
+        out->verdicts.push_back(std::move(v));
+        continue;
+      }
+      const RunRecord old = *run;
+      close_attempt(*run, attempt_end(item.outcome), now, item.exit_code);
+      v.verdict = WriteVerdict::kAccepted;
+      const bool retry = job_live && retryable(item.outcome) && run->attempt < policy.max_attempts;
+      if (retry) {
+        // The next attempt of the same run (same idempotency key), after the
+        // backoff; its claim takes a higher token.
+        const absl::Duration delay = retry_backoff(policy, *run);
+        const std::uint32_t failed = run->attempt;
+        run->state = RunState::kReady;
+        run->outcome = item.outcome;
+        run->exit_code = item.exit_code;
+        run->detail = item.detail.substr(0, kMaxDetailSize);
+        run->owner.clear();
+        run->lease_expiry = absl::InfinitePast();
+        run->attempt += 1;
+        run->ready_at = now + delay;
+        run->last_retry_delay = delay;
+        KAIROS_CHECK(run->ready_at >= now && run->attempt == failed + 1);
+        write_run(txn, old, *run, legality);
+        out->events.push_back(
+            run_event("run.retry_scheduled", *run)
+                .with("worker", std::string(worker))
+                .with("failed_attempt", static_cast<std::uint64_t>(failed))
+                .with("status", static_cast<std::uint64_t>(item.outcome))
+                .with("delay", delay)
+                .with("delay_min", retry_lower_bound(policy, failed))
+                .with("delay_max", retry_base_delay(policy, failed))
+                .with("ready_at", run->ready_at)
+                .with("max_attempts", static_cast<std::uint64_t>(policy.max_attempts)));
+      } else {
+        std::string detail = item.detail.substr(0, kMaxDetailSize);
+        KAIROS_RETURN_IF_ERROR(finish_run(
+            txn, old, *run,
+            item.outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed,
+            item.outcome, item.exit_code, std::move(detail), now, worker, out->events, legality));
+      }
+    }
+    out->verdicts.push_back(std::move(v));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kairos
