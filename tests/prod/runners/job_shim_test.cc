@@ -219,7 +219,7 @@ TEST_F(JobShimTest, StopEndsTheWholeGroupGrandchildrenToo) {
   const int report = report_pipe();
   reported_ = true;
   const RunHandle h = start(request(
-      clock_, {"/bin/sh", "-c", "sleep 300 & echo $$ $! >&9; trap '' TERM; wait; sleep 300"}));
+      clock_, {"/bin/sh", "-c", "trap '' TERM; sleep 300 & echo $$ $! >&9; wait; sleep 300"}));
   const std::vector<pid_t> pids = pids_in(read_line(report));
   ::close(report);
   ASSERT_EQ(pids.size(), 2u);
@@ -242,6 +242,27 @@ TEST_F(JobShimTest, AKilledShimStillEndsTheGroup) {
   const RunOutcome o = wait();
   EXPECT_EQ(o.exit_code, 128 + SIGKILL) << o.detail;
   for (pid_t p : pids) EXPECT_TRUE(exits_within_bound(p)) << p;
+  EXPECT_TRUE(entries(records_).empty());
+}
+
+TEST_F(JobShimTest, WhatTheJobLeavesInItsGroupIsKilledWhenItExits) {
+  const int report = report_pipe();
+  reported_ = true;
+  const RunOutcome o = run({"/bin/sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! >&9"});
+  const std::vector<pid_t> pids = pids_in(read_line(report));
+  ::close(report);
+  EXPECT_EQ(o.status, RunStatus::kSucceeded) << o.detail;
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_TRUE(exits_within_bound(pids[0]));
+}
+
+TEST_F(JobShimTest, TheDeadlineStillTimesTheJobOut) {
+  RunRequest r = request(clock_, {"/bin/sh", "-c", "trap '' TERM; sleep 60; sleep 60"});
+  r.deadline = clock_.now() + absl::Seconds(1);
+  start(std::move(r));
+  const RunOutcome o = wait();
+  EXPECT_EQ(o.status, RunStatus::kTimedOut) << o.detail;
+  EXPECT_TRUE(absl::StrContains(o.detail, "SIGKILL")) << o.detail;
   EXPECT_TRUE(entries(records_).empty());
 }
 
