@@ -144,7 +144,9 @@ std::pair<std::size_t, std::size_t> kill_members(const JobGroupRecord& r) {
   return {killed, unproven};
 }
 
-JobGroupCleanup clean_up_one(const JobGroupRecord& r, std::string entry, absl::Duration wait) {
+using Deadline = std::chrono::steady_clock::time_point;
+
+JobGroupCleanup clean_up_one(const JobGroupRecord& r, std::string entry, Deadline end) {
   JobGroupCleanup c;
   c.entry = std::move(entry);
   c.pgid = r.pgid;
@@ -154,8 +156,6 @@ JobGroupCleanup clean_up_one(const JobGroupRecord& r, std::string entry, absl::D
     c.detail = absl::StrCat("pid ", r.pgid, " now belongs to another process; nothing killed");
     return c;
   }
-  const auto end =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(absl::ToInt64Microseconds(wait));
   std::size_t unproven = 0;
   while (true) {
     const auto [killed, left] = kill_members(r);
@@ -299,6 +299,9 @@ absl::Status prepare_job_group_records(const std::string& dir) {
 
 std::vector<JobGroupCleanup> clean_up_job_groups(const std::string& dir, absl::Duration wait) {
   std::vector<JobGroupCleanup> out;
+  // One budget for the whole directory: startup is delayed by at most `wait`.
+  const Deadline end =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(absl::ToInt64Microseconds(wait));
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) {
     if (errno != ENOENT)
@@ -364,7 +367,7 @@ std::vector<JobGroupCleanup> clean_up_job_groups(const std::string& dir, absl::D
       out.push_back(std::move(c));
       continue;
     }
-    out.push_back(clean_up_one(*record, name, wait));
+    out.push_back(clean_up_one(*record, name, end));
     ::unlinkat(dfd, name.c_str(), 0);
   }
   ::close(dfd);

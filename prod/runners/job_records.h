@@ -97,7 +97,8 @@ struct JobGroupCleanup {
 absl::Status prepare_job_group_records(const std::string& dir);
 
 // Kills what the records in `dir` prove to be ours and whose owner is dead,
-// waits up to `wait` for it to be gone, and removes the records. Returns one
+// waits up to `wait` in all for it to be gone (SIGKILL takes effect at once
+// except for processes in uninterruptible sleep), and removes the records. Returns one
 // entry per record or anomaly.
 std::vector<JobGroupCleanup> clean_up_job_groups(const std::string& dir,
                                                  absl::Duration wait = absl::Seconds(5));

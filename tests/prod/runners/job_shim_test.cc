@@ -476,5 +476,29 @@ TEST(JobGroupRecords, ARecycledPidIsNeverKilledAndALiveOwnerIsLeftAlone) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(JobGroupRecords, ALeaderlessMemberWithoutTheTokenIsNotKilled) {
+  const std::string dir = temp_dir();
+  const int report = report_pipe();
+  const pid_t leader = spawn_group({"/bin/sh", "-c", "sleep 300 & echo $! >&9; wait"});
+  ::close(kReportFd);
+  const std::vector<pid_t> pids = pids_in(read_line(report));
+  ::close(report);
+  ASSERT_EQ(pids.size(), 1u);
+  const auto st = read_proc_stat(leader);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_EQ(::kill(leader, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(leader, nullptr, 0), leader);
+  // The group lives on without its leader; its member never had the token.
+  write_file(absl::StrCat(dir, "/", leader),
+             format_job_group_record(record_for(leader, st->start)));
+  const std::vector<JobGroupCleanup> done = clean_up_job_groups(dir, absl::Milliseconds(200));
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].action, "survivors") << done[0].detail;
+  EXPECT_EQ(done[0].killed, 0u);
+  EXPECT_TRUE(running(pids[0]));
+  ::kill(pids[0], SIGKILL);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kairos
