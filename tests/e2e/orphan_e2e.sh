@@ -10,6 +10,9 @@
 #     ready the server kills the orphan (and only it), reports every record
 #     and removes them. A server killed with kill -9 while its demo job runs
 #     leaves nothing behind that the next start cannot clean up.
+#  3. The real server killed with kill -9 while its demo job is alive (caught
+#     in flight and held blocked on its output): the job is gone within a few
+#     seconds.
 set -uo pipefail
 KAIROS="$1"
 work=$(mktemp -d)
@@ -131,4 +134,46 @@ wait_gone "$grandchild" || fail "the orphaned grandchild $grandchild survived th
 alive "$other" || fail "a process behind a recycled pid was killed"
 [ -z "$(ls -A "$records")" ] || fail "records left after startup: $(ls -A "$records")"
 stop
+
+# --- 3. the real server: kill -9 while its job runs -------------------------
+# The demo job lives a few milliseconds, so it is caught in flight and kept
+# alive: its group is frozen (SIGSTOP) and so is the server, the job's output
+# pipe is filled (a read end held open here, so the pipe never breaks) and the
+# group resumes, so the job's shell blocks writing its line. Nothing is
+# stopped any more (a stopped member would make the kernel send SIGHUP to the
+# orphaned group), so the only thing that can end the job after kill -9 of the
+# server is the shim reacting to its parent's death.
+start --workers 1  # the demo job (every second) is in the store since part 2
+# First child of process $1 (its main thread's children list), or nothing.
+first_child() {
+  local kids=""
+  read -r kids 2>/dev/null <"/proc/$1/task/$1/children" || true
+  echo "${kids%% *}"
+}
+caught=0
+SECONDS=0
+while [ "$caught" -eq 0 ] && [ "$SECONDS" -lt 120 ]; do
+  shim=$(first_child "$pid")
+  if [ -z "$shim" ]; then sleep 0.002; continue; fi
+  job=""
+  while [ -z "$job" ] && [ -e "/proc/$shim" ]; do job=$(first_child "$shim"); done
+  [ -n "$job" ] || continue
+  kill -STOP -- "-$shim" 2>/dev/null || continue
+  kill -STOP "$pid"
+  if exec 7<"/proc/$shim/fd/1"; then
+    dd if=/dev/zero of="/proc/$shim/fd/1" bs=1 count=1048576 oflag=nonblock status=none 2>/dev/null
+    kill -CONT -- "-$shim"
+    sleep 0.5
+    if alive "$job" && [ "$(pgrp_of "$job")" = "$shim" ]; then caught=1; break; fi
+    exec 7<&-
+  fi
+  kill -CONT -- "-$shim" 2>/dev/null
+  kill -CONT "$pid"
+done
+[ "$caught" -eq 1 ] || fail "no demo run caught in flight within the bound"
+victims+=("$job" "$shim")
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+wait_gone "$job" "$shim" ||
+  fail "the server's job survived kill -9 of the server (shim $shim, job $job)"
+exec 7<&-
 echo "e2e orphan: ok"
