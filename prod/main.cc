@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "prod/cli/commands.h"
+#include "prod/runners/job_shim.h"
 
 namespace {
 
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string_view cmd = argv[1];
+  // Internal: how the process runner starts a job (not listed in the usage).
+  if (cmd == kairos::kJobShimCommand) return kairos::job_shim_main(argc - 1, argv + 1);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -30,6 +30,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <random>
@@ -51,6 +52,7 @@
 #include "core/twins/loopback_transport.h"
 #include "prod/cli/commands.h"
 #include "prod/log/log_event_log.h"
+#include "prod/runners/job_records.h"
 #include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
 #include "prod/store/lmdb_storage.h"
@@ -411,6 +413,25 @@ int server_command(int argc, char** argv) {
     return shards.code() == absl::StatusCode::kFailedPrecondition ? 2 : 1;
   }
 
+  // Every job runs under the job shim and dies with this process; what a dead
+  // incarnation left running is killed before any worker starts.
+  std::error_code abs_ec;
+  const std::string job_records =
+      (std::filesystem::absolute(flags.data_dir, abs_ec) / "running").string();
+  if (absl::Status s = abs_ec ? absl::UnavailableError(abs_ec.message())
+                              : prepare_job_group_records(job_records);
+      !s.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  for (const JobGroupCleanup& c : clean_up_job_groups(job_records)) {
+    server.note("server.orphan_group", {{"record", c.entry},
+                                        {"action", c.action},
+                                        {"pgid", static_cast<std::int64_t>(c.pgid)},
+                                        {"killed", static_cast<std::uint64_t>(c.killed)},
+                                        {"detail", c.detail}});
+  }
+
   SchedulerNodeConfig node_config;
   node_config.node_id = flags.node_id;
   node_config.shard_count = flags.shards;
@@ -419,6 +440,8 @@ int server_command(int argc, char** argv) {
   // job stopped at its worker's lease deadline is gone before the lease lapses.
   ProcessRunnerOptions runner_options;
   runner_options.kill_grace = node_config.lease.margin / 2;
+  runner_options.job_shim = "/proc/self/exe";
+  runner_options.record_dir = job_records;
   runner_options.on_start = [&server](const RunRequest& r, pid_t pid) {
     server.note("process.started", {{"job", r.job_id},
                                     {"nominal", r.nominal_time},

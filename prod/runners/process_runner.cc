@@ -11,6 +11,8 @@
 #include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -19,6 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "prod/runners/job_records.h"
+#include "prod/runners/job_shim.h"
 
 extern char** environ;
 
@@ -35,6 +39,7 @@ struct ProcessRunner::Proc {
   pid_t pid = 0;
   absl::Time started;
   asio::posix::stream_descriptor out;
+  int status_fd = -1;  // the job shim's status pipe (read end), or -1
   std::optional<asio::posix::stream_descriptor> pidfd;
   std::array<char, 4096> buf{};
   std::string tail;
@@ -63,6 +68,13 @@ constexpr absl::Duration kOutputEofWait = absl::Seconds(1);
 std::string signal_name(int sig) {
   if (const char* abbrev = sigabbrev_np(sig)) return absl::StrCat("SIG", abbrev);
   return absl::StrCat("signal ", sig);
+}
+
+// The server's program search path, for a job shim finding the job's argv[0]
+// (what posix_spawnp would use).
+std::string server_search_path() {
+  const char* path = std::getenv("PATH");
+  return path != nullptr ? path : "/bin:/usr/bin";
 }
 
 // errno of a failed spawn -> does retrying have a chance?
@@ -140,6 +152,11 @@ ProcessRunner::ProcessRunner(asio::io_context& io, Timers& timers, const Clock& 
                              ProcessRunnerOptions options)
     : io_(io), timers_(timers), clock_(clock), options_(std::move(options)) {
   KAIROS_CHECK(options_.kill_grace >= absl::ZeroDuration());
+  // The shim runs in the job's working directory: relative paths would move.
+  KAIROS_CHECK_MSG(options_.job_shim.empty() || options_.job_shim.starts_with('/'),
+                   "ProcessRunnerOptions::job_shim must be an absolute path");
+  KAIROS_CHECK_MSG(options_.record_dir.empty() || options_.record_dir.starts_with('/'),
+                   "ProcessRunnerOptions::record_dir must be an absolute path");
 }
 
 ProcessRunner::~ProcessRunner() {
@@ -152,7 +169,9 @@ ProcessRunner::~ProcessRunner() {
       int status = 0;
       while (::waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
       }
+      forget_group(*p);
     }
+    if (p->status_fd >= 0) ::close(p->status_fd);
     boost::system::error_code ignored;
     p->out.close(ignored);
     if (p->pidfd) p->pidfd->close(ignored);
@@ -204,7 +223,11 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
     }
   }
 
-  std::vector<std::string> argv_storage = cmd->argv;
+  const bool shimmed = !options_.job_shim.empty();
+  std::vector<std::string> argv_storage =
+      shimmed ? job_shim_argv(options_.job_shim, ::getpid(), options_.record_dir,
+                              server_search_path(), cmd->argv)
+              : cmd->argv;
   std::vector<std::string> env_storage = child_environment(request, *cmd);
   std::vector<char*> argv = c_strings(argv_storage);
   std::vector<char*> envp = c_strings(env_storage);
@@ -219,6 +242,15 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
   const int read_fd = fds[0];
   const int write_fd = fds[1];
   KAIROS_CHECK(::fcntl(read_fd, F_SETFL, ::fcntl(read_fd, F_GETFL) | O_NONBLOCK) == 0);
+  int status_fds[2] = {-1, -1};
+  if (shimmed && ::pipe2(status_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(read_fd);
+    ::close(write_fd);
+    fail_to_start(std::move(request), std::move(done), RunStatus::kFailed,
+                  absl::StrCat("cannot create status pipe: ", std::strerror(err)));
+    return handle;
+  }
 
   pid_t pid = 0;
   int rc = 0;
@@ -227,6 +259,9 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
     KAIROS_CHECK(posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0) == 0);
     KAIROS_CHECK(posix_spawn_file_actions_adddup2(&s.actions, write_fd, 1) == 0);
     KAIROS_CHECK(posix_spawn_file_actions_adddup2(&s.actions, write_fd, 2) == 0);
+    if (shimmed)
+      KAIROS_CHECK(posix_spawn_file_actions_adddup2(&s.actions, status_fds[1], kJobShimStatusFd) ==
+                   0);
     if (!wd.empty())
       KAIROS_CHECK(posix_spawn_file_actions_addchdir_np(&s.actions, wd.c_str()) == 0);
     // Own process group (so the whole job can be signalled), an empty signal
@@ -241,13 +276,22 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
     KAIROS_CHECK(posix_spawnattr_setsigdefault(&s.attr, &defaults) == 0);
     KAIROS_CHECK(posix_spawnattr_setflags(&s.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                                        POSIX_SPAWN_SETSIGDEF) == 0);
-    const bool has_slash = cmd->argv[0].find('/') != std::string::npos;
+    const bool has_slash = shimmed || cmd->argv[0].find('/') != std::string::npos;
     rc = has_slash ? ::posix_spawn(&pid, argv[0], &s.actions, &s.attr, argv.data(), envp.data())
                    : ::posix_spawnp(&pid, argv[0], &s.actions, &s.attr, argv.data(), envp.data());
   }
   ::close(write_fd);
+  if (shimmed) ::close(status_fds[1]);
   if (rc != 0) {
     ::close(read_fd);
+    if (shimmed) {
+      ::close(status_fds[0]);
+      // The server's own binary: not the job's fault, another worker may do.
+      fail_to_start(std::move(request), std::move(done), RunStatus::kFailed,
+                    absl::StrCat("cannot execute the job shim '", options_.job_shim,
+                                 "': ", std::strerror(rc)));
+      return handle;
+    }
     std::string detail = absl::StrCat("cannot execute '", cmd->argv[0], "': ", std::strerror(rc));
     fail_to_start(std::move(request), std::move(done),
                   permanent_spawn_error(rc) ? RunStatus::kFailedPermanent : RunStatus::kFailed,
@@ -260,6 +304,7 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
   p->request = std::move(request);
   p->done = std::move(done);
   p->pid = pid;
+  p->status_fd = status_fds[0];
   p->started = clock_.now();
   procs_.emplace(handle, p);
   if (options_.on_start) options_.on_start(p->request, pid);
@@ -370,6 +415,7 @@ void ProcessRunner::on_exited(const ProcPtr& p) {
   p->waited = waited;
   p->wait_status = status;
   p->wait_errno = waited < 0 ? errno : 0;
+  forget_group(*p);
   for (auto* t : {&p->term_timer, &p->kill_timer, &p->poll_timer}) {
     if (*t) timers_.cancel(**t);
     t->reset();
@@ -405,7 +451,16 @@ void ProcessRunner::finish(const ProcPtr& p) {
 
   RunOutcome outcome;
   std::string what;
-  if (waited != p->pid) {
+  const ShimStatus shim = read_shim_status(*p);
+  if (shim.exec_errno != 0) {
+    outcome.status =
+        permanent_spawn_error(shim.exec_errno) ? RunStatus::kFailedPermanent : RunStatus::kFailed;
+    what = absl::StrCat("cannot execute '", std::get<CommandPayload>(p->request.payload).argv[0],
+                        "': ", std::strerror(shim.exec_errno));
+  } else if (!shim.refused.empty()) {
+    outcome.status = RunStatus::kFailed;
+    what = absl::StrCat("job shim refused to run the job: ", shim.refused);
+  } else if (waited != p->pid) {
     outcome.status = RunStatus::kFailed;
     what = absl::StrCat("exit status unavailable: ", std::strerror(p->wait_errno));
   } else if (WIFEXITED(status)) {
@@ -437,13 +492,42 @@ void ProcessRunner::finish(const ProcPtr& p) {
   if (options_.on_exit) {
     ProcessExit e;
     e.request = &p->request;
-    e.pid = p->pid;
+    e.pid = shim.exec_errno != 0 ? 0 : p->pid;  // the job itself never started
     e.outcome = outcome;
     e.output_tail = std::move(tail);
     e.elapsed = clock_.now() - p->started;
     options_.on_exit(e);
   }
   done(std::move(outcome));  // last: it may destroy this runner
+}
+
+ProcessRunner::ShimStatus ProcessRunner::read_shim_status(Proc& p) {
+  ShimStatus out;
+  if (p.status_fd < 0) return out;
+  // The shim has been reaped: whatever it wrote is in the pipe.
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(p.status_fd, buf, sizeof buf - 1)) < 0 && errno == EINTR) {
+  }
+  ::close(p.status_fd);
+  p.status_fd = -1;
+  if (n <= 0) return out;
+  std::string_view line(buf, static_cast<std::size_t>(n));
+  if (const auto nl = line.find('\n'); nl != std::string_view::npos) line = line.substr(0, nl);
+  if (line.starts_with("exec-error ")) {
+    int err = 0;
+    const std::string_view num = line.substr(11);
+    const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), err);
+    out.exec_errno = ec == std::errc() && ptr == num.data() + num.size() && err > 0 ? err : EIO;
+  } else if (line.starts_with("shim-error ")) {
+    out.refused = std::string(line.substr(11));
+  }
+  return out;
+}
+
+void ProcessRunner::forget_group(const Proc& p) {
+  if (!options_.job_shim.empty() && !options_.record_dir.empty())
+    remove_job_group_record(options_.record_dir, p.pid);
 }
 
 void ProcessRunner::begin_kill(const ProcPtr& p, Kill why, absl::Duration grace) {

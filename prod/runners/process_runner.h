@@ -47,6 +47,19 @@
 // outlive its report); a job that means to leave a daemon behind must put it
 // in its own session.
 //
+// Dying with the worker. With options.job_shim set (the server always sets
+// it) the child is not the job but the job shim (prod/runners/job_shim.h):
+// the `kairos` binary again, leading the job's process group, which runs the
+// job and reports its exit status as its own. If the worker process dies in
+// any way, the shim kills the whole group; if the shim is killed, this runner
+// kills the group as above. With options.record_dir the shim records the
+// group before the job starts, and the record is removed once the group was
+// killed and the shim reaped, so a restarted server can kill what a dead one
+// left (prod/runners/job_records.h). The pid given to on_start is the shim's,
+// i.e. the job's process group id; a job that cannot be executed is reported
+// as before (kFailedPermanent, "cannot execute ..."), with ProcessExit::pid 0,
+// after on_start.
+//
 // Reaping never blocks the loop: each child has a pidfd (Linux >= 5.3)
 // watched by the io_context; where pidfd_open is unavailable the runner polls
 // with waitid(WNOHANG | WNOWAIT) every 20 ms. The child is reaped only after
@@ -91,6 +104,14 @@ struct ProcessRunnerOptions {
   std::size_t output_tail_bytes = 1024;
   // Default working directory for payloads without one; empty: the server's.
   std::string working_dir;
+  // The job shim (prod/runners/job_shim.h) to start every job through: the
+  // `kairos` binary, e.g. "/proc/self/exe" in the server. With it, a job and
+  // everything in its process group die with the worker process. Empty: jobs
+  // are started directly and outlive a worker that dies (kill -9, crash).
+  std::string job_shim;
+  // With job_shim: the directory where each job's process group is recorded
+  // while it runs (prod/runners/job_records.h); empty: no records.
+  std::string record_dir;
   // Called on the loop when a process started / finished (for logs).
   std::function<void(const RunRequest&, pid_t)> on_start;
   std::function<void(const ProcessExit&)> on_exit;
@@ -120,6 +141,12 @@ class ProcessRunner final : public Runner {
   using ProcPtr = std::shared_ptr<Proc>;
   enum class Kill : std::uint8_t { kNone, kDeadline, kStop };
 
+  struct ShimStatus {
+    int exec_errno = 0;   // the job could not be executed
+    std::string refused;  // the shim refused to run the job
+  };
+  ShimStatus read_shim_status(Proc& p);
+  void forget_group(const Proc& p);
   void fail_to_start(RunRequest request, std::function<void(RunOutcome)> done, RunStatus status,
                      std::string detail);
   void watch_output(const ProcPtr& p);
