@@ -79,10 +79,10 @@ LmdbOptions at(const std::string& path) {
 
 // A store with a few hundred records: several levels of pages, values on
 // overflow pages, and a free-page list from many commits.
-void fill(const std::string& path) {
+void fill(const std::string& path, int batches = 30) {
   Rig rig(at(path));
   ASSERT_TRUE(rig.open().ok());
-  for (int batch = 0; batch < 30; ++batch) {
+  for (int batch = 0; batch < batches; ++batch) {
     ASSERT_TRUE(rig.run([batch](Txn& t) {
                      for (int i = 0; i < 20; ++i) {
                        const int n = batch * 20 + i;
@@ -276,6 +276,30 @@ TEST(LmdbDataDir, GarbageOverAnyPageNeverCrashes) {
   // Free pages (many, after 30 commits) and the unused part of a page take
   // garbage harmlessly; the rest must be refused.
   EXPECT_GE(refused, 12) << "opened " << opened;
+}
+
+// Single flipped bytes (bit rot, a torn sector) in a store three levels deep.
+TEST(LmdbDataDir, FlippedBytesNeverCrash) {
+  TempDir base;
+  fill(base.path() + "/store", 250);
+  const std::uintmax_t size = data_size(base.path() + "/store");
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 100; ++round) {
+    const std::string dir = absl::StrCat(base.path(), "/f", round);
+    copy_store(base.path() + "/store", dir);
+    // Page headers and node headers are where a flip matters: aim there
+    // half of the time.
+    const std::uint64_t page = rng() % (size / kPage);
+    const std::uint64_t offset = page * kPage + (round % 2 == 0 ? rng() % 64 : rng() % kPage);
+    overwrite(dir + "/data.mdb", offset, std::string(1, static_cast<char>(rng())));
+    std::string message;
+    const int code = open_in_child(dir, &message);
+    EXPECT_TRUE(code == kRefusedNamingIt || code == kOpenedAndRead)
+        << "round " << round << " (byte " << offset << "): child "
+        << (code < 0 ? "died by signal " : "exited ") << (code < 0 ? -code : code) << ": "
+        << message;
+    fs::remove_all(dir);
+  }
 }
 
 TEST(LmdbDataDir, SecondOpenOfALockedDirectoryNamesTheHolder) {
