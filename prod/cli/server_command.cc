@@ -65,13 +65,15 @@ constexpr const char* kServerUsage =
     "                     [--shards N] [--workers N] [--demo [--demo-every SECONDS]]\n"
     "\n"
     "Runs a scheduler node with the embedded LMDB store in DIR (created if\n"
-    "missing) and N local workers that run jobs as child processes. Events are\n"
-    "logged to stderr, one line each. Stops cleanly on SIGINT or SIGTERM.\n"
+    "missing or empty; one server per DIR) and N local workers that run jobs as\n"
+    "child processes. Events are logged to stderr, one line each. Stops cleanly\n"
+    "on SIGINT or SIGTERM.\n"
     "\n"
     "options:\n"
     "  --data-dir DIR        the store's directory (required)\n"
     "  --map-size BYTES      initial LMDB map size; it grows on demand\n"
-    "                        (default 67108864, suffixes K, M, G allowed)\n"
+    "                        (default 67108864 = 64M, at least 1048576 = 1M;\n"
+    "                        suffixes K, M, G allowed)\n"
     "  --node-id ID          this node's name in leader records and logs\n"
     "                        (default: the host name)\n"
     "  --shards N            shard count, fixed when the store is created\n"
@@ -92,6 +94,7 @@ constexpr std::string_view kDemoJobId = "demo-hello";
 constexpr std::string_view kDemoScript =
     "echo \"hello from kairos: key=$KAIROS_IDEMPOTENCY_KEY token=$KAIROS_FENCING_TOKEN\"";
 constexpr std::uint32_t kMaxLocalWorkers = 64;
+static_assert(kLmdbMinMapSize == std::size_t{1} << 20, "--help and the --map-size error say 1M");
 // How long shutdown waits for terminated jobs beyond the kill grace.
 constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
 
@@ -199,7 +202,9 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
       flags.data_dir = std::string(value);
     } else if (arg == "--map-size") {
       const auto size = parse_size(value);
-      if (!size) return bad_value(arg, "a positive byte count such as 1073741824 or 1G", value);
+      if (!size || *size < kLmdbMinMapSize)
+        return bad_value(arg, "a byte count of at least 1M (1048576), such as 1073741824 or 1G",
+                         value);
       flags.map_size = *size;
     } else if (arg == "--node-id") {
       if (!valid_node_id(value))

@@ -1,6 +1,10 @@
 #include "prod/store/lmdb_storage.h"
 
+#include <fcntl.h>
 #include <lmdb.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
@@ -12,8 +16,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "prod/store/lmdb_file_check.h"
 
 namespace kairos {
 namespace {
@@ -320,50 +326,170 @@ absl::Status LmdbError(std::string_view operation, int rc) {
                                    mdb_strerror(rc), ")"));
 }
 
-// The environment and its two databases.
+// The environment and its two databases, and the directory lock held for as
+// long as the environment is open.
 class LmdbStorage::Env {
  public:
   Env() = default;
   ~Env() {
-    if (env != nullptr) mdb_env_close(env);
+    close_env();
+    if (lock_fd >= 0) ::close(lock_fd);
   }
   Env(const Env&) = delete;
   Env& operator=(const Env&) = delete;
+  void close_env() {
+    if (env != nullptr) mdb_env_close(std::exchange(env, nullptr));
+  }
 
   MDB_env* env = nullptr;
   MDB_dbi data = 0;
   MDB_dbi meta = 0;
+  int lock_fd = -1;  // flock(LOCK_EX) on kLmdbLockFile
 };
 
 namespace {
 
-absl::Status check_directory(const std::string& path) {
-  namespace fs = std::filesystem;
+namespace fs = std::filesystem;
+
+bool is_damage_code(int rc) {
+  return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_PANIC || rc == MDB_INVALID;
+}
+
+// An LMDB error; when it says the file is damaged, the error names the
+// directory and what to do.
+absl::Status store_error(const std::string& path, std::string_view operation, int rc) {
+  absl::Status s = LmdbError(operation, rc);
+  if (!is_damage_code(rc)) return s;
+  return absl::DataLossError(
+      absl::StrFormat("data directory %s is damaged (%s); stop the server and restore the data "
+                      "directory from a backup (see docs/OPERATIONS.md)",
+                      path, s.message()));
+}
+
+// The same for an error a transaction body ran into.
+absl::Status body_error(const std::string& path, int rc, absl::Status error) {
+  if (!is_damage_code(rc)) return error;
+  return absl::DataLossError(
+      absl::StrFormat("data directory %s is damaged (%s); stop the server and restore the data "
+                      "directory from a backup (see docs/OPERATIONS.md)",
+                      path, error.message()));
+}
+
+std::string read_holder_pid(int fd) {
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string pid(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  const bool digits = !pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos;
+  return digits ? pid : std::string("unknown");
+}
+
+// Takes the directory lock: flock(LOCK_EX) on `dir`/kLmdbLockFile, holding
+// this process's pid. `created` tells whether the file was new.
+absl::StatusOr<int> lock_directory(const std::string& dir, bool& created) {
+  const std::string file = (fs::path(dir) / kLmdbLockFile).string();
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    created = true;
+    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (fd < 0 && errno == EEXIST) {
+      created = false;
+      fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0 && errno == ENOENT) continue;  // removed in between: try again
+    }
+    if (fd < 0) {
+      const int err = errno;
+      return absl::Status(lmdb_status_code(err), absl::StrFormat("cannot open the lock file %s: %s",
+                                                                 file, std::strerror(err)));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if (err == EWOULDBLOCK) {
+        const std::string pid = read_holder_pid(fd);
+        ::close(fd);
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "data directory %s is in use by another process (pid %s holds the lock %s); stop "
+            "that server first, or give this one another --data-dir",
+            dir, pid, file));
+      }
+      ::close(fd);
+      return absl::UnavailableError(
+          absl::StrFormat("cannot lock %s: %s", file, std::strerror(err)));
+    }
+    // A holder that failed to create a store removes the file while it still
+    // holds the lock: make sure the lock is on the file the path names.
+    struct stat held, named;
+    if (::fstat(fd, &held) != 0 || ::stat(file.c_str(), &named) != 0 ||
+        held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+      ::close(fd);
+      continue;
+    }
+    const std::string pid = absl::StrCat(::getpid(), "\n");
+    if (::ftruncate(fd, 0) != 0 ||
+        ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      const int err = errno;
+      ::close(fd);
+      return absl::UnavailableError(
+          absl::StrFormat("cannot write the lock file %s: %s", file, std::strerror(err)));
+    }
+    return fd;
+  }
+  return absl::UnavailableError(absl::StrFormat("cannot lock %s: it keeps disappearing", file));
+}
+
+// What the directory holds before the store opens.
+enum class DirState { kNew, kExisting };
+
+// Classifies the (locked) directory: kNew when it holds no trace of a store
+// at all; kExisting when data.mdb is present and passes the file check; an
+// error otherwise (foreign files, a store whose data file is missing or
+// empty, a damaged data file).
+absl::StatusOr<DirState> classify_directory(const std::string& path, bool lock_was_new) {
   std::error_code ec;
   const fs::path dir(path);
-  if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir, ec);
-    if (ec)
-      return absl::UnavailableError(
-          absl::StrFormat("cannot create data directory %s: %s", path, ec.message()));
-    return absl::OkStatus();
-  }
-  if (!fs::is_directory(dir, ec))
-    return absl::FailedPreconditionError(
-        absl::StrFormat("data directory %s exists and is not a directory", path));
-  if (fs::exists(dir / "data.mdb", ec)) return absl::OkStatus();
+  const fs::path data = dir / "data.mdb";
+  const std::string data_file = data.string();
+  std::vector<std::string> traces;  // files only a store leaves behind
+  std::string foreign;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name == "lock.mdb") continue;
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "data directory %s is not a Kairos store: it is not empty (found '%s') and has no "
-        "data.mdb; refusing to use it (choose an empty or new directory)",
-        path, name));
+    if (name == "data.mdb") continue;
+    if (name == "lock.mdb") {
+      traces.push_back(name);
+    } else if (name == kLmdbLockFile) {
+      if (!lock_was_new) traces.push_back(name);
+    } else if (foreign.empty()) {
+      foreign = name;
+    }
   }
   if (ec)
     return absl::UnavailableError(
         absl::StrFormat("cannot list data directory %s: %s", path, ec.message()));
-  return absl::OkStatus();
+  const bool has_data = fs::exists(data, ec);
+  if (!has_data) {
+    if (!foreign.empty())
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "data directory %s is not a Kairos store: it is not empty (found '%s') and has no "
+          "data.mdb; refusing to use it (choose an empty or new directory)",
+          path, foreign));
+    if (!traces.empty())
+      return absl::DataLossError(absl::StrFormat(
+          "data directory %s held a store (it has %s) but its data file %s is missing; refusing "
+          "to start a new, empty store in its place. Restore the data directory from a backup; "
+          "or, if it never held jobs (a first start that was interrupted), remove the directory "
+          "to create a new store",
+          path, absl::StrJoin(traces, " and "), data_file));
+    return DirState::kNew;
+  }
+  const std::uintmax_t size = fs::file_size(data, ec);
+  if (!ec && size == 0)
+    return absl::DataLossError(absl::StrFormat(
+        "data file %s is empty (0 bytes): the store's contents are gone; refusing to start a "
+        "new, empty store in its place. Restore the data directory from a backup; or, if it "
+        "never held jobs (a first start that was interrupted), remove the directory to create a "
+        "new store",
+        data_file));
+  KAIROS_RETURN_IF_ERROR(CheckLmdbDataFile(data_file));
+  return DirState::kExisting;
 }
 
 std::string foreign_lmdb_message(const std::string& path, std::string_view why) {
@@ -373,97 +499,160 @@ std::string foreign_lmdb_message(const std::string& path, std::string_view why) 
       path, absl_sv(why));
 }
 
+// Puts the format marker and schema version of a new store.
+int put_marker(MDB_txn* txn, MDB_dbi meta, std::string_view* failed) {
+  const std::string version = std::to_string(kLmdbSchemaVersion);
+  MDB_val k = to_val(kMetaFormatKey), v = to_val(kMetaFormatValue);
+  int rc = mdb_put(txn, meta, &k, &v, 0);
+  if (rc != 0) {
+    *failed = "mdb_put (format marker)";
+    return rc;
+  }
+  k = to_val(kMetaSchemaVersionKey);
+  v = to_val(version);
+  rc = mdb_put(txn, meta, &k, &v, 0);
+  if (rc != 0) *failed = "mdb_put (schema version)";
+  return rc;
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions& options,
-                                                               const Clock& clock, Timers& loop) {
-  KAIROS_CHECK_MSG(options.max_batch > 0, "LmdbOptions::max_batch must be > 0");
-  KAIROS_CHECK_MSG(options.initial_map_size > 0, "LmdbOptions::initial_map_size must be > 0");
-  KAIROS_RETURN_IF_ERROR(check_directory(options.path));
-
-  auto env = std::make_unique<Env>();
-  int rc = mdb_env_create(&env->env);
+// Opens the environment in the locked, classified directory and identifies
+// (or, when new, creates) the store in one write transaction.
+absl::Status LmdbStorage::OpenEnv(const LmdbOptions& options, Env& env) {
+  const std::string& path = options.path;
+  int rc = mdb_env_create(&env.env);
   if (rc != 0) return LmdbError("mdb_env_create", rc);
-  if ((rc = mdb_env_set_maxdbs(env->env, 4)) != 0) return LmdbError("mdb_env_set_maxdbs", rc);
-  if ((rc = mdb_env_set_mapsize(env->env, options.initial_map_size)) != 0)
+  if ((rc = mdb_env_set_maxdbs(env.env, 4)) != 0) return LmdbError("mdb_env_set_maxdbs", rc);
+  if ((rc = mdb_env_set_mapsize(env.env, options.initial_map_size)) != 0)
     return LmdbError("mdb_env_set_mapsize", rc);
   // No MDB_NOSYNC / MDB_NOMETASYNC: mdb_txn_commit syncs. MDB_NOTLS: read
   // transactions are not tied to the opening thread.
-  rc = mdb_env_open(env->env, options.path.c_str(), MDB_NOTLS, 0640);
+  rc = mdb_env_open(env.env, path.c_str(), MDB_NOTLS, 0640);
   if (rc == MDB_INVALID)
     return absl::FailedPreconditionError(absl::StrFormat(
-        "data directory %s is not a Kairos store: data.mdb is not an LMDB environment (%s)",
-        options.path, LmdbError("mdb_env_open", rc).message()));
+        "data directory %s is not a Kairos store: data.mdb is not an LMDB environment (%s)", path,
+        LmdbError("mdb_env_open", rc).message()));
   if (rc == MDB_VERSION_MISMATCH)
     return absl::FailedPreconditionError(
-        absl::StrFormat("data directory %s was written by an incompatible LMDB version (%s)",
-                        options.path, LmdbError("mdb_env_open", rc).message()));
+        absl::StrFormat("data directory %s was written by an incompatible LMDB version (%s)", path,
+                        LmdbError("mdb_env_open", rc).message()));
   if (rc != 0)
     return absl::Status(lmdb_status_code(rc),
-                        absl::StrFormat("cannot open data directory %s: %s", options.path,
+                        absl::StrFormat("cannot open data directory %s: %s", path,
                                         LmdbError("mdb_env_open", rc).message()));
   int dead = 0;
-  if ((rc = mdb_reader_check(env->env, &dead)) != 0) return LmdbError("mdb_reader_check", rc);
+  if ((rc = mdb_reader_check(env.env, &dead)) != 0) return LmdbError("mdb_reader_check", rc);
 
-  // Identify (or create) the store in one write transaction.
   TxnHandle txn;
-  if ((rc = txn.begin(env->env, nullptr, 0)) != 0) return LmdbError("mdb_txn_begin (open)", rc);
+  if ((rc = txn.begin(env.env, nullptr, 0)) != 0)
+    return store_error(path, "mdb_txn_begin (open)", rc);
   MDB_dbi main_dbi;
   if ((rc = mdb_dbi_open(txn.get(), nullptr, 0, &main_dbi)) != 0)
-    return LmdbError("mdb_dbi_open (main)", rc);
-  rc = mdb_dbi_open(txn.get(), kMetaDbName, 0, &env->meta);
+    return store_error(path, "mdb_dbi_open (main)", rc);
+  rc = mdb_dbi_open(txn.get(), kMetaDbName, 0, &env.meta);
   if (rc == MDB_NOTFOUND) {
     MDB_stat st;
-    if ((rc = mdb_stat(txn.get(), main_dbi, &st)) != 0) return LmdbError("mdb_stat (main)", rc);
+    if ((rc = mdb_stat(txn.get(), main_dbi, &st)) != 0)
+      return store_error(path, "mdb_stat (main)", rc);
     if (st.ms_entries > 0)
       return absl::FailedPreconditionError(
-          foreign_lmdb_message(options.path, "no Kairos metadata database"));
-    // A new store.
-    if ((rc = mdb_dbi_open(txn.get(), kMetaDbName, MDB_CREATE, &env->meta)) != 0)
-      return LmdbError("mdb_dbi_open (create meta)", rc);
-    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, MDB_CREATE, &env->data)) != 0)
-      return LmdbError("mdb_dbi_open (create data)", rc);
-    const std::string version = std::to_string(kLmdbSchemaVersion);
-    MDB_val k = to_val(kMetaFormatKey), v = to_val(kMetaFormatValue);
-    if ((rc = mdb_put(txn.get(), env->meta, &k, &v, 0)) != 0)
-      return LmdbError("mdb_put (format marker)", rc);
-    k = to_val(kMetaSchemaVersionKey);
-    v = to_val(version);
-    if ((rc = mdb_put(txn.get(), env->meta, &k, &v, 0)) != 0)
-      return LmdbError("mdb_put (schema version)", rc);
+          foreign_lmdb_message(path, "no Kairos metadata database"));
+    // A new store (or one whose creation never committed: nothing is lost).
+    if ((rc = mdb_dbi_open(txn.get(), kMetaDbName, MDB_CREATE, &env.meta)) != 0)
+      return store_error(path, "mdb_dbi_open (create meta)", rc);
+    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, MDB_CREATE, &env.data)) != 0)
+      return store_error(path, "mdb_dbi_open (create data)", rc);
+    std::string_view failed;
+    if ((rc = put_marker(txn.get(), env.meta, &failed)) != 0) return store_error(path, failed, rc);
   } else if (rc == MDB_INCOMPATIBLE) {
     return absl::FailedPreconditionError(
-        foreign_lmdb_message(options.path, "its main database holds plain records"));
+        foreign_lmdb_message(path, "its main database holds plain records"));
   } else if (rc != 0) {
-    return LmdbError("mdb_dbi_open (meta)", rc);
+    return store_error(path, "mdb_dbi_open (meta)", rc);
   } else {
     MDB_val k = to_val(kMetaFormatKey), v;
-    rc = mdb_get(txn.get(), env->meta, &k, &v);
+    rc = mdb_get(txn.get(), env.meta, &k, &v);
     if (rc == MDB_NOTFOUND || (rc == 0 && from_val(v) != kMetaFormatValue))
       return absl::FailedPreconditionError(
-          foreign_lmdb_message(options.path, "format marker missing or different"));
-    if (rc != 0) return LmdbError("mdb_get (format marker)", rc);
+          foreign_lmdb_message(path, "format marker missing or different"));
+    if (rc != 0) return store_error(path, "mdb_get (format marker)", rc);
     k = to_val(kMetaSchemaVersionKey);
-    rc = mdb_get(txn.get(), env->meta, &k, &v);
+    rc = mdb_get(txn.get(), env.meta, &k, &v);
     if (rc == MDB_NOTFOUND)
-      return absl::DataLossError(absl::StrFormat(
-          "data directory %s: Kairos store without a schema version record", options.path));
-    if (rc != 0) return LmdbError("mdb_get (schema version)", rc);
+      return absl::DataLossError(
+          absl::StrFormat("data directory %s: Kairos store without a schema version record", path));
+    if (rc != 0) return store_error(path, "mdb_get (schema version)", rc);
     const std::string_view text = from_val(v);
     std::uint32_t version = 0;
     const auto parsed = std::from_chars(text.data(), text.data() + text.size(), version);
     if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() || version == 0)
       return absl::DataLossError(absl::StrFormat(
-          "data directory %s: unreadable schema version record '%s'", options.path, absl_sv(text)));
+          "data directory %s: unreadable schema version record '%s'", path, absl_sv(text)));
     if (version > kLmdbSchemaVersion)
       return absl::FailedPreconditionError(absl::StrFormat(
           "data directory %s has store schema version %d, newer than this kairos binary "
           "supports (%d); run a newer kairos",
-          options.path, version, kLmdbSchemaVersion));
-    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, 0, &env->data)) != 0)
-      return LmdbError("mdb_dbi_open (data)", rc);
+          path, version, kLmdbSchemaVersion));
+    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, 0, &env.data)) != 0)
+      return store_error(path, "mdb_dbi_open (data)", rc);
   }
-  if ((rc = txn.commit()) != 0) return LmdbError("mdb_txn_commit (open)", rc);
+  if ((rc = txn.commit()) != 0) return store_error(path, "mdb_txn_commit (open)", rc);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions& options,
+                                                               const Clock& clock, Timers& loop) {
+  KAIROS_CHECK_MSG(options.max_batch > 0, "LmdbOptions::max_batch must be > 0");
+  KAIROS_CHECK_MSG(options.initial_map_size > 0, "LmdbOptions::initial_map_size must be > 0");
+  const std::string& path = options.path;
+  std::error_code ec;
+  const fs::path dir(path);
+  // The directories this call creates, deepest first: removed again when
+  // creating the store fails.
+  std::vector<fs::path> made;
+  if (!fs::exists(dir, ec)) {
+    for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec);
+         p = p.parent_path()) {
+      made.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    fs::create_directories(dir, ec);
+    if (ec)
+      return absl::UnavailableError(
+          absl::StrFormat("cannot create data directory %s: %s", path, ec.message()));
+  } else if (!fs::is_directory(dir, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("data directory %s exists and is not a directory", path));
+  }
+  auto env = std::make_unique<Env>();
+  bool lock_was_new = false;
+  absl::StatusOr<int> lock = lock_directory(path, lock_was_new);
+  if (!lock.ok()) {
+    for (const fs::path& p : made) fs::remove(p, ec);
+    return lock.status();
+  }
+  env->lock_fd = *lock;
+  // Undoes what this call created when the store is not there in the end:
+  // a directory with no store stays one.
+  auto undo = [&](bool store_files) {
+    env->close_env();
+    if (store_files) {
+      fs::remove(dir / "data.mdb", ec);
+      fs::remove(dir / "lock.mdb", ec);
+    }
+    if (lock_was_new) fs::remove(dir / kLmdbLockFile, ec);  // still locked: see lock_directory
+    for (const fs::path& p : made) fs::remove(p, ec);       // only when empty
+  };
+  absl::StatusOr<DirState> state = classify_directory(path, lock_was_new);
+  if (!state.ok()) {
+    undo(false);
+    return state.status();
+  }
+  if (absl::Status s = OpenEnv(options, *env); !s.ok()) {
+    undo(*state == DirState::kNew);
+    return s;
+  }
   return std::unique_ptr<LmdbStorage>(new LmdbStorage(options, clock, loop, std::move(env)));
 }
 
@@ -549,7 +738,7 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
     if (rc != 0) {
       for (std::size_t j = begin; j < writes.size(); ++j)
         if (!writes[j]->finished)
-          writes[j]->result = unavailable(LmdbError("mdb_txn_begin (write)", rc));
+          writes[j]->result = unavailable(store_error(options_.path, "mdb_txn_begin (write)", rc));
       return writes.size();
     }
     Request* map_full = nullptr;  // the body that ran out of map
@@ -562,7 +751,7 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
       TxnHandle child;
       rc = child.begin(env_->env, parent.get(), 0);
       if (rc != 0) {
-        r.result = unavailable(LmdbError("mdb_txn_begin (nested)", rc));
+        r.result = unavailable(store_error(options_.path, "mdb_txn_begin (nested)", rc));
         continue;
       }
       LmdbTxn txn(child.get(), env_->data, clock_.now(), TxnMode::kReadWrite);
@@ -577,7 +766,7 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
         break;
       }
       if (txn.doomed()) {
-        r.result = unavailable(txn.error());
+        r.result = unavailable(body_error(options_.path, txn.error_code(), txn.error()));
         continue;  // child aborted by its destructor
       }
       if (!status.ok()) {
@@ -593,7 +782,7 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
       if (rc != 0) {
         // The parent may be damaged: drop the whole attempt, fail this body
         // and run its siblings again.
-        r.result = unavailable(LmdbError("mdb_txn_commit (nested)", rc));
+        r.result = unavailable(store_error(options_.path, "mdb_txn_commit (nested)", rc));
         r.finished = true;
         retry = true;
         break;
@@ -618,6 +807,14 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
           writes[j]->result = unavailable(LmdbError("mdb_txn_commit (group)", rc));
       return next;
     }
+    // A damaged page met while preparing the commit: nothing was written
+    // (LMDB writes the meta page last), so the group is definitely not applied.
+    if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) {
+      for (std::size_t j = begin; j < next; ++j)
+        if (!writes[j]->finished)
+          writes[j]->result = unavailable(store_error(options_.path, "mdb_txn_commit (group)", rc));
+      return next;
+    }
     // The sync failed: nobody can know what is on disk. Stop the process
     // rather than report committed, unknown or unavailable.
     if (rc != 0) {
@@ -640,13 +837,13 @@ void LmdbStorage::run_read(Request& r) {
     rc = txn.begin(env_->env, nullptr, MDB_RDONLY);
   }
   if (rc != 0) {
-    r.result = unavailable(LmdbError("mdb_txn_begin (read-only)", rc));
+    r.result = unavailable(store_error(options_.path, "mdb_txn_begin (read-only)", rc));
     return;
   }
   LmdbTxn view(txn.get(), env_->data, clock_.now(), TxnMode::kReadOnly);
   absl::Status status = r.body(view);
   if (view.doomed()) {
-    r.result = unavailable(view.error());
+    r.result = unavailable(body_error(options_.path, view.error_code(), view.error()));
   } else if (!status.ok()) {
     r.result = {CommitOutcome::kAborted, std::move(status)};
   } else {

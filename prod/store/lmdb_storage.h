@@ -40,10 +40,34 @@
 // named LMDB database (kMetaDbName) apart from the data database
 // (kDataDbName), so the whole byte-string key space belongs to the caller.
 // The meta database holds a format marker and the schema version (keys below,
-// defined only here). Open() creates a store in an empty or missing
-// directory; refuses a directory that holds something else (other files, or
-// an LMDB environment without our marker) and a store with a newer schema
-// version, each with an error that says so.
+// defined only here). Open() refuses a directory that holds something else
+// (other files, or an LMDB environment without our marker) and a store with a
+// newer schema version, each with an error that says so.
+//
+// New stores only where there was none. Open() creates a store only in a
+// missing directory or one with no trace of a store. A directory with a
+// trace (lock.mdb, or a kLmdbLockFile it did not just create) whose data.mdb
+// is missing, or whose data.mdb is empty, is refused (kDataLoss) naming the
+// file: the history is gone, and starting empty would hide that. Creating is
+// all or nothing: when Open() fails before the new store's format marker
+// commits, it removes the files and directories it created.
+//
+// Damaged files. Before LMDB maps an existing data.mdb, CheckLmdbDataFile
+// (lmdb_file_check.h) reads it with plain reads and refuses (kDataLoss or
+// kFailedPrecondition, naming the file) one that is shorter than its meta
+// pages claim, has no valid meta page, or has a reachable page whose
+// structure would make LMDB read outside the file. LMDB errors that mean
+// damage met later (MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_PANIC, MDB_INVALID)
+// come back as kDataLoss naming the directory and saying to restore from a
+// backup; a commit that fails on a damaged page is kUnavailable (LMDB writes
+// nothing visible before its meta page), not a crash.
+//
+// One process per directory. Open() takes flock(LOCK_EX | LOCK_NB) on
+// kLmdbLockFile in the directory and writes its pid there; the lock is held
+// until the store is destroyed. A second Open() of the same directory, in
+// this or another process, fails (kFailedPrecondition) naming the directory
+// and the holder's pid. (LMDB's lock.mdb admits several writers' processes;
+// this lock does not.) Readers such as mdb_copy do not take it.
 //
 // Crash recovery. LMDB's copy-on-write pages and double meta page make a
 // committed-and-synced transaction survive kill -9 or power loss; after a
@@ -86,6 +110,12 @@ inline constexpr const char* kDataDbName = "kairos.data";
 inline constexpr std::string_view kMetaFormatKey = "format";
 inline constexpr std::string_view kMetaFormatValue = "kairos-lmdb-store";
 inline constexpr std::string_view kMetaSchemaVersionKey = "schema_version";  // decimal text
+// The directory lock file (see "One process per directory").
+inline constexpr const char* kLmdbLockFile = "kairos.lock";
+// The smallest initial map size `kairos server --map-size` accepts: far above
+// the few pages creating a store needs. Open() itself accepts smaller maps
+// (tests use them); a new store that does not fit is not left behind.
+inline constexpr std::size_t kLmdbMinMapSize = std::size_t{1} << 20;
 
 struct LmdbOptions {
   std::string path;  // the data directory
@@ -100,7 +130,8 @@ absl::Status LmdbError(std::string_view operation, int rc);
 
 class LmdbStorage final : public Storage {
  public:
-  // Opens (creating if needed) the store in options.path. `clock` is read on
+  // Opens (creating if needed, see "Data directory") the store in
+  // options.path and holds the directory lock until destroyed. `clock` is read on
   // the writer thread for Txn::now() and must be thread-safe there (it is
   // read only while a body runs; SystemClock is). `loop` receives results.
   static absl::StatusOr<std::unique_ptr<LmdbStorage>> Open(const LmdbOptions& options,
@@ -133,6 +164,7 @@ class LmdbStorage final : public Storage {
   class Env;
 
   LmdbStorage(LmdbOptions options, const Clock& clock, Timers& loop, std::unique_ptr<Env> env);
+  static absl::Status OpenEnv(const LmdbOptions& options, Env& env);
   void writer_main();
   void run_batch(std::vector<Request>& batch);
   // Runs the unfinished read-write requests from `begin` on in one parent
