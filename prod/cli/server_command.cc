@@ -422,7 +422,7 @@ int server_command(int argc, char** argv) {
   // incarnation left running is killed before any worker starts.
   std::error_code abs_ec;
   const std::string job_records =
-      (std::filesystem::absolute(flags.data_dir, abs_ec) / "running").string();
+      (std::filesystem::absolute(flags.data_dir, abs_ec) / kJobRecordsDir).string();
   if (absl::Status s = abs_ec ? absl::UnavailableError(abs_ec.message())
                               : prepare_job_group_records(job_records);
       !s.ok()) {

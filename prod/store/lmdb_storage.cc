@@ -453,7 +453,7 @@ absl::StatusOr<DirState> classify_directory(const std::string& path, bool lock_w
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name == "data.mdb") continue;
-    if (name == "lock.mdb") {
+    if (name == "lock.mdb" || name == kJobRecordsDir) {
       traces.push_back(name);
     } else if (name == kLmdbLockFile) {
       if (!lock_was_new) traces.push_back(name);

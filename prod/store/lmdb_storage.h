@@ -112,6 +112,10 @@ inline constexpr std::string_view kMetaFormatValue = "kairos-lmdb-store";
 inline constexpr std::string_view kMetaSchemaVersionKey = "schema_version";  // decimal text
 // The directory lock file (see "One process per directory").
 inline constexpr const char* kLmdbLockFile = "kairos.lock";
+// The server's records of running job process groups (prod/runners/
+// job_records.h) live in this subdirectory of the data directory; like
+// lock.mdb it is a trace of a store, never a foreign file.
+inline constexpr const char* kJobRecordsDir = "running";
 // The smallest initial map size `kairos server --map-size` accepts: far above
 // the few pages creating a store needs. Open() itself accepts smaller maps
 // (tests use them); a new store that does not fit is not left behind.
