@@ -2,8 +2,10 @@
 # House checks that keep the tree honest; CI runs them (scripts/test.sh).
 #   layers: what each folder may include (core/README.md states the rules)
 #   format: every C++ file is as clang-format (.clang-format) leaves it
+#   checks: the kernel asserts its invariants where it keeps them: at least
+#           KERNEL_CHECKS_PER_KLOC (15) always-on checks per 1,000 lines
 # Prints what is wrong and ends with "N passed, M failed".
-#   scripts/check-tree.sh [layers|format]...   (default: both)
+#   scripts/check-tree.sh [layers|format|checks]...   (default: all three)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 passed=0
@@ -55,13 +57,26 @@ check_format() {
   fi
 }
 
+# Always-on checks (KAIROS_CHECK, KAIROS_CHECK_MSG, static_assert) per 1,000
+# lines of core/kernel/, over the folder as a whole.
+check_density() {
+  local want=${KERNEL_CHECKS_PER_KLOC:-15} lines checks
+  lines=$(git ls-files -- 'core/kernel/*.h' 'core/kernel/*.cc' | xargs cat | wc -l)
+  checks=$(git ls-files -- 'core/kernel/*.h' 'core/kernel/*.cc' |
+    xargs grep -ohE '\b(KAIROS_CHECK(_MSG)?|static_assert)\(' | wc -l)
+  echo "checks: core/kernel/ has $checks always-on checks in $lines lines" \
+    "($((checks * 1000 / lines)) per 1,000; at least $want wanted)"
+  ((checks * 1000 >= want * lines))
+}
+
 checks=("$@")
-[[ ${#checks[@]} -eq 0 ]] && checks=(layers format)
+[[ ${#checks[@]} -eq 0 ]] && checks=(layers format checks)
 for c in "${checks[@]}"; do
   case $c in
     layers) check_layers && { passed=$((passed + 1)); echo "layers: ok"; } || failed=$((failed + 1)) ;;
     format) check_format && { passed=$((passed + 1)); echo "format: ok"; } || failed=$((failed + 1)) ;;
-    *) echo "check-tree: unknown check '$c' (expected layers or format)" >&2; exit 2 ;;
+    checks) check_density && passed=$((passed + 1)) || failed=$((failed + 1)) ;;
+    *) echo "check-tree: unknown check '$c' (expected layers, format or checks)" >&2; exit 2 ;;
   esac
 done
 echo "$passed passed, $failed failed"

@@ -34,6 +34,7 @@
 #include "core/kernel/records.h"
 #include "core/kernel/run_ref.h"
 #include "core/ports/payload.h"
+#include "core/ports/transport.h"
 
 namespace kairos::wire {
 
@@ -41,6 +42,9 @@ inline constexpr std::uint16_t kMagic = 0x4B53;
 inline constexpr std::uint8_t kWireVersion = 1;
 inline constexpr std::size_t kFrameHeaderSize = 8;
 inline constexpr std::uint32_t kMaxFrameBody = 16u << 20;
+// Every frame fits one transport message (core/ports/transport.h).
+static_assert(kFrameHeaderSize + kMaxFrameBody <= kMaxMessageSize,
+              "a wire frame must fit in one transport message");
 inline constexpr std::uint32_t kMaxBatch = 1024;
 
 enum class MessageType : std::uint8_t {
