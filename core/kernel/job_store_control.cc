@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/run_lifecycle.h"
@@ -51,7 +52,8 @@ absl::Status JobStore::pause(Txn& txn, std::string_view id, ControlResult* out) 
   txn.put(keys::job(id), encode(job));
   out->job = job;
   out->changed = true;
-  out->events.push_back(job_event("job.paused", job).with("next_nominal", job.next_nominal));
+  out->events.push_back(
+      job_event(event_kinds::kJobPaused, job).with("next_nominal", job.next_nominal));
   return absl::OkStatus();
 }
 
@@ -65,7 +67,7 @@ absl::Status JobStore::resume(Txn& txn, std::string_view id, ControlResult* out)
   const absl::Time now = txn.now();
   job.paused = false;
   job.resumed_at = now;
-  Event e = job_event("job.resumed", job);
+  Event e = job_event(event_kinds::kJobResumed, job);
   e.with("paused_at", job.paused_at);
   if (job.next_nominal != absl::InfinitePast()) {
     KAIROS_ASSIGN_OR_RETURN(auto schedule, Schedule::compile(job.spec.schedule, job.spec.id));
@@ -147,7 +149,7 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
   txn.put(keys::job(id), encode(job));
   out->job = job;
   out->changed = true;
-  Event e = job_event("job.updated", job);
+  Event e = job_event(event_kinds::kJobUpdated, job);
   e.with("schedule_changed", static_cast<std::uint64_t>(schedule_changed))
       .with("withdrawn", static_cast<std::uint64_t>(out->withdrawn_runs));
   if (job.next_due_at) e.with("next_due", *job.next_due_at);
@@ -235,7 +237,7 @@ absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult*
   out->run = run;
   out->created = true;
   out->events = std::move(d.events);
-  out->events.push_back(job_event("job.triggered", job)
+  out->events.push_back(job_event(event_kinds::kJobTriggered, job)
                             .with("nominal", nominal)
                             .with("trigger_id", args.trigger_id)
                             .with("forced", static_cast<std::uint64_t>(args.force)));

@@ -8,6 +8,7 @@
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
 #include "core/base/stable_hash.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/run_lifecycle.h"
@@ -196,7 +197,7 @@ absl::Status JobStore::create(Txn& txn, const JobSpec& raw, CreateResult* out) c
   out->job = job;
   out->created = true;
   Event e;
-  e.kind = "job.created";
+  e.kind = event_kinds::kJobCreated;
   e.with("job", spec.id).with("incarnation", job.incarnation);
   if (job.next_due_at) e.with("next_due", *job.next_due_at);
   out->events.push_back(std::move(e));
@@ -270,7 +271,7 @@ absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) 
   }
   out->job = *job;
   Event e;
-  e.kind = "job.cancelled";
+  e.kind = event_kinds::kJobCancelled;
   e.with("job", std::string(id)).with("incarnation", job->incarnation);
   out->events.push_back(std::move(e));
   return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/run_lifecycle.h"
@@ -36,7 +37,7 @@ absl::Status JobStore::acquire_or_renew(Txn& txn, std::uint32_t shard, std::stri
     rec.expiry = now + ttl;
     out->kind = LeadershipResult::Kind::kAcquired;
     Event e;
-    e.kind = "leader.acquired";
+    e.kind = event_kinds::kLeaderAcquired;
     e.with("shard", static_cast<std::uint64_t>(shard))
         .with("epoch", rec.epoch)
         .with("node", std::string(node))

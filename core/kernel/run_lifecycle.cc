@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 
@@ -191,7 +192,8 @@ void cancel_ledger(Txn& txn, const RunRecord& run, std::string_view why,
   rec->outcome = LedgerOutcome::kCancelled;
   rec->detail = std::string(why);
   txn.put(key, encode(*rec));
-  events.push_back(ledger_event("ledger.updated", run.id.job_id, *rec).with("previous", previous));
+  events.push_back(
+      ledger_event(event_kinds::kLedgerUpdated, run.id.job_id, *rec).with("previous", previous));
 }
 
 // Withdraws a run that is not running (ready or waiting; a leased one only
@@ -207,7 +209,7 @@ void withdraw(Txn& txn, RunRecord& run, absl::Time now, std::vector<Event>& even
   run.owner.clear();
   run.finished_at = now;
   write_run(txn, old, run);
-  events.push_back(run_event("run.cancelled", run).with("reason", std::string(why)));
+  events.push_back(run_event(event_kinds::kRunCancelled, run).with("reason", std::string(why)));
   if (never_started) cancel_ledger(txn, run, why, events);
 }
 
@@ -255,7 +257,7 @@ absl::Status promote_waiting(Txn& txn, const RunId& finished, absl::Time now,
   run.state = RunState::kReady;
   run.ready_at = now;
   write_run(txn, old, run);
-  events.push_back(run_event("run.promoted", run).with("after", finished.nominal));
+  events.push_back(run_event(event_kinds::kRunPromoted, run).with("after", finished.nominal));
   return absl::OkStatus();
 }
 
@@ -275,7 +277,7 @@ absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState
   run.owner.clear();
   run.lease_expiry = absl::InfinitePast();
   write_run(txn, old, run, legality);
-  events.push_back(run_event("run.completed", run)
+  events.push_back(run_event(event_kinds::kRunCompleted, run)
                        .with("worker", std::string(worker))
                        .with("outcome", std::string(to_string(run.state)))
                        .with("status", static_cast<std::uint64_t>(outcome))

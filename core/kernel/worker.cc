@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/node_support.h"
 
@@ -70,7 +71,7 @@ void Worker::start() {
     if (*alive) heartbeat();
   });
   Event e;
-  e.kind = "worker.started";
+  e.kind = event_kinds::kWorkerStarted;
   record(std::move(e));
   maybe_claim();
 }
@@ -227,14 +228,14 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
   const absl::Time deadline =
       lease_deadline(sent, grant.lease_ttl, config_.lease.max_drift_ppm, config_.lease.margin);
   Event e;
-  e.kind = "worker.run_started";
+  e.kind = event_kinds::kWorkerRunStarted;
   e.with("job", id.job_id)
       .with("incarnation", id.incarnation)
       .with("nominal", id.nominal)
       .with("attempt", static_cast<std::uint64_t>(grant.attempt))
       .with("token", grant.token);
   if (now >= deadline) {
-    e.kind = "worker.grant_expired";
+    e.kind = event_kinds::kWorkerGrantExpired;
     record(std::move(e));
     return;
   }
@@ -323,7 +324,7 @@ void Worker::on_deadline(const RunId& id) {
   KAIROS_CHECK(within_lease(a.lease_sent, a.lease_deadline, a.lease_ttl, config_.lease.margin));
   a.lost = true;
   Event e;
-  e.kind = "worker.lease_deadline";
+  e.kind = event_kinds::kWorkerLeaseDeadline;
   e.with("job", id.job_id)
       .with("incarnation", id.incarnation)
       .with("nominal", id.nominal)
@@ -340,7 +341,7 @@ void Worker::on_timeout(const RunId& id, std::uint64_t token) {
   if (a.lost || a.timed_out) return;
   a.timed_out = true;
   Event e;
-  e.kind = "worker.run_timeout";
+  e.kind = event_kinds::kWorkerRunTimeout;
   e.with("job", id.job_id)
       .with("incarnation", id.incarnation)
       .with("nominal", id.nominal)
@@ -364,7 +365,7 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
   const bool late = clock_.now() >= a.lease_deadline;
   if (a.lost || late) {
     Event e;
-    e.kind = "worker.report_dropped";
+    e.kind = event_kinds::kWorkerReportDropped;
     e.with("job", id.job_id)
         .with("incarnation", id.incarnation)
         .with("nominal", id.nominal)
@@ -442,7 +443,7 @@ void Worker::on_renew_response(const wire::RenewResponse& response) {
     } else {
       a.lost = true;
       Event e;
-      e.kind = "worker.lease_lost";
+      e.kind = event_kinds::kWorkerLeaseLost;
       e.with("job", items[i].run.job_id)
           .with("incarnation", items[i].run.incarnation)
           .with("nominal", items[i].run.nominal)
@@ -486,7 +487,7 @@ void Worker::flush_reports() {
       if (it == reports_.end()) continue;
       if (it->second.attempts >= config_.max_report_attempts) {
         Event e;
-        e.kind = "worker.report_abandoned";
+        e.kind = event_kinds::kWorkerReportAbandoned;
         e.with("job", id.job_id)
             .with("incarnation", id.incarnation)
             .with("nominal", id.nominal)
@@ -518,8 +519,8 @@ void Worker::on_complete_response(const wire::CompleteResponse& response) {
     if (it == reports_.end()) continue;
     const auto& v = response.results[i];
     Event e;
-    e.kind =
-        v.verdict == WriteVerdict::kAccepted ? "worker.report_accepted" : "worker.report_rejected";
+    e.kind = v.verdict == WriteVerdict::kAccepted ? event_kinds::kWorkerReportAccepted
+                                                  : event_kinds::kWorkerReportRejected;
     e.with("job", id.job_id)
         .with("incarnation", id.incarnation)
         .with("nominal", id.nominal)
