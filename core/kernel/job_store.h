@@ -227,6 +227,17 @@ struct CompleteResult {
   std::vector<Event> events;
 };
 
+// release_abandoned: what became of the run.
+struct ReleaseResult {
+  // kAccepted: the attempt was ended as a lapse (the run is ready again, or
+  // failed on its last attempt, or withdrawn when its job is gone);
+  // kStaleToken / kNotLeased / kUnknownRun: nothing was written.
+  WriteVerdict verdict = WriteVerdict::kUnknownRun;
+  RunState state = RunState::kReady;  // the run's state after the body
+  std::string reason;                 // why nothing was written
+  std::vector<Event> events;
+};
+
 struct ReapResult {
   std::vector<RunId> requeued;
   std::uint32_t scanned = 0;
@@ -310,9 +321,26 @@ class JobStore {
                      absl::Duration ttl, RenewResult* out) const;
   absl::Status complete(Txn& txn, std::string_view worker, const std::vector<CompleteItem>& items,
                         CompleteResult* out) const;
+  // Hands back a run whose holder is known to be over (its process died and
+  // everything it started is proven gone: a restarted server's own runs),
+  // without waiting for the lease. Fenced like renew/complete: only when the
+  // run is leased under exactly `token` does it end the attempt, exactly as
+  // the reaper's lapse does (same attempt accounting and retry rule, event
+  // run.lease_lapsed with `reason`), and the run is claimable at once.
+  // Otherwise (another token, not leased, no such run) it writes nothing, so
+  // a repeated call, or one racing another node's reaper, is harmless. Any
+  // node may serve it; no leadership is needed.
+  absl::Status release_abandoned(Txn& txn, const RunId& run, std::uint64_t token,
+                                 std::string_view reason, ReleaseResult* out) const;
 
  private:
   absl::Status leader_gate(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
+  // The lapse of a leased run's attempt (the reaper's, and release_abandoned's):
+  // withdrawn when its job no longer accepts it, else re-queued at once or
+  // failed on its last attempt. `reason`, when not empty, is added to the
+  // run.lease_lapsed event.
+  absl::Status lapse(Txn& txn, RunRecord& run, absl::Time now, std::string_view reason,
+                     std::vector<Event>& events) const;
   absl::Status create_run_if_absent(Txn& txn, const RunRecord& run, bool idempotent,
                                     DispatchResult* out) const;
   struct Occ;

@@ -1,6 +1,7 @@
 // JobStore, leases: claims (the priority queue with its no-starvation rule),
-// renewals and completions fenced by the run's token, and the reaper that
-// makes runs whose lease lapsed claimable again.
+// renewals and completions fenced by the run's token, the reaper that makes
+// runs whose lease lapsed claimable again, and the fenced hand-back of runs
+// whose holder is known to be over (the same lapse, without the wait).
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -35,24 +36,60 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
     KAIROS_CHECK_MSG(run && run->state == RunState::kLeased && run->lease_expiry == expiry,
                      "a lease-expiry entry names a run that is not leased until then");
     KAIROS_CHECK(expiry <= now);
-    KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
-    if (!job_accepts(job, rid)) {
-      withdraw(txn, *run, now, out->events, "lease lapsed after cancel");
-      continue;
-    }
-    const std::string owner = run->owner;
-    const std::uint64_t token = run->token;
-    KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, *run, now, AttemptEnd::kLapsed,
-                                           job->spec.policy.max_attempts, out->events));
-    KAIROS_CHECK(run->state == RunState::kReady || run->state == RunState::kFailed);
+    KAIROS_RETURN_IF_ERROR(lapse(txn, *run, now, {}, out->events));
     if (run->state == RunState::kReady) out->requeued.push_back(rid);
-    out->events.push_back(run_event("run.lease_lapsed", *run)
-                              .with("worker", owner)
-                              .with("lapsed_token", token)
-                              .with("expiry", expiry)
-                              .with("state", std::string(to_string(run->state))));
   }
   return sweep_cancelled(txn, shard, out->events);
+}
+
+absl::Status JobStore::lapse(Txn& txn, RunRecord& run, absl::Time now, std::string_view reason,
+                             std::vector<Event>& events) const {
+  KAIROS_CHECK(run.state == RunState::kLeased);
+  KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(run.id.job_id), decode_job));
+  if (!job_accepts(job, run.id)) {
+    withdraw(txn, run, now, events, "lease lapsed after cancel");
+    return absl::OkStatus();
+  }
+  const std::string owner = run.owner;
+  const std::uint64_t token = run.token;
+  const absl::Time expiry = run.lease_expiry;
+  KAIROS_RETURN_IF_ERROR(
+      requeue_or_fail(txn, run, now, AttemptEnd::kLapsed, job->spec.policy.max_attempts, events));
+  KAIROS_CHECK(run.state == RunState::kReady || run.state == RunState::kFailed);
+  Event e = run_event("run.lease_lapsed", run)
+                .with("worker", owner)
+                .with("lapsed_token", token)
+                .with("expiry", expiry)
+                .with("state", std::string(to_string(run.state)));
+  if (!reason.empty()) e.with("reason", std::string(reason));
+  events.push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::release_abandoned(Txn& txn, const RunId& id, std::uint64_t token,
+                                         std::string_view reason, ReleaseResult* out) const {
+  *out = {};
+  KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(id), decode_run));
+  if (!run) {
+    out->verdict = WriteVerdict::kUnknownRun;
+    out->reason = absl::StrCat("no run ", idempotency_key(id));
+    return absl::OkStatus();
+  }
+  out->state = run->state;
+  if (run->token != token) {
+    out->verdict = WriteVerdict::kStaleToken;
+    out->reason = absl::StrCat("token ", token, " is not current; current token is ", run->token);
+    return absl::OkStatus();
+  }
+  if (run->state != RunState::kLeased) {
+    out->verdict = WriteVerdict::kNotLeased;
+    out->reason = absl::StrCat("run is ", absl_sv(to_string(run->state)));
+    return absl::OkStatus();
+  }
+  KAIROS_RETURN_IF_ERROR(lapse(txn, *run, txn.now(), reason, out->events));
+  out->verdict = WriteVerdict::kAccepted;
+  out->state = run->state;
+  return absl::OkStatus();
 }
 
 absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) const {

@@ -45,6 +45,7 @@
 #include "core/base/text.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
+#include "core/kernel/node_support.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/kernel/worker.h"
 #include "core/ports/metrics.h"
@@ -301,6 +302,30 @@ absl::Status check_shards(boost::asio::io_context& io, Storage& store, std::uint
   return absl::UnavailableError(absl::StrCat("recording the shard count: ", r.status.ToString()));
 }
 
+// A run whose attempt the dead incarnation held, handed back to the
+// scheduler (fenced by the attempt's token) once its job group is proven
+// over: claimable at once instead of after the lease. Idempotent (a repeated
+// body, or one after another node's reaper, writes nothing), so a conflict
+// or an unknown outcome is simply tried again, a few times.
+struct HandBack {
+  TxnResult txn;
+  ReleaseResult release;
+};
+HandBack hand_back_run(boost::asio::io_context& io, Storage& store, std::uint32_t shards,
+                       const RunId& run, std::uint64_t token) {
+  auto job_store = std::make_shared<JobStore>(shards);
+  auto out = std::make_shared<ReleaseResult>();
+  HandBack h;
+  for (int i = 0; i < 3; ++i) {
+    h.txn = transact_now(io, store, [job_store, run, token, out](Txn& t) {
+      return job_store->release_abandoned(t, run, token, "worker_restart", out.get());
+    });
+    if (h.txn.committed() || h.txn.outcome == CommitOutcome::kAborted) break;
+  }
+  h.release = *out;
+  return h;
+}
+
 JobSpec demo_job_spec(std::uint32_t every_seconds) {
   JobSpec spec;
   spec.id = std::string(kDemoJobId);
@@ -429,12 +454,40 @@ int server_command(int argc, char** argv) {
     std::fprintf(stderr, "kairos server: %s\n", std::string(s.message()).c_str());
     return 1;
   }
-  for (const JobGroupCleanup& c : clean_up_job_groups(job_records)) {
+  const std::vector<JobGroupCleanup> orphans = clean_up_job_groups(job_records);
+  for (const JobGroupCleanup& c : orphans) {
     server.note("server.orphan_group", {{"record", c.entry},
                                         {"action", c.action},
                                         {"pgid", static_cast<std::int64_t>(c.pgid)},
                                         {"killed", static_cast<std::uint64_t>(c.killed)},
                                         {"detail", c.detail}});
+  }
+  // The runs of the groups proven over go back to the scheduler now, before
+  // any worker starts; survivors and live owners keep theirs until the lease.
+  for (const JobGroupCleanup& c : orphans) {
+    if (!group_proven_over(c) || !c.run) continue;
+    HandBack h = hand_back_run(io, *server.store, flags.shards, *c.run, c.token);
+    if (h.txn.committed())
+      for (Event& e : h.release.events)
+        record_event(std::move(e), server.clock.now(), "node", flags.node_id, server.log,
+                     server.metrics);
+    std::vector<EventField> f{{"job", c.run->job_id},
+                              {"incarnation", c.run->incarnation},
+                              {"nominal", c.run->nominal},
+                              {"attempt", static_cast<std::uint64_t>(c.attempt)},
+                              {"token", c.token}};
+    if (!h.txn.committed()) {
+      f.push_back({"result", std::string("error")});
+      f.push_back({"detail", h.txn.status.ToString()});
+    } else if (h.release.verdict == WriteVerdict::kAccepted) {
+      f.push_back({"result", std::string("released")});
+      f.push_back({"state", std::string(to_string(h.release.state))});
+    } else {
+      // Another token holds it, or it already ended: nothing to give back.
+      f.push_back({"result", std::string(to_string(h.release.verdict))});
+      f.push_back({"detail", h.release.reason});
+    }
+    server.note("server.run_handed_back", std::move(f));
   }
 
   SchedulerNodeConfig node_config;

@@ -12,17 +12,21 @@
 #include <charconv>
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/text.h"
+#include "core/kernel/job_store.h"
 
 namespace kairos {
 namespace {
 
-constexpr std::string_view kMagic = "kairos-job-group v1";
+constexpr std::string_view kMagicV1 = "kairos-job-group v1";
+constexpr std::string_view kMagicV2 = "kairos-job-group v2";
+constexpr char kNominalFormat[] = "%Y-%m-%dT%H:%M:%E*SZ";
 constexpr std::size_t kMaxStatBytes = 4096;
 constexpr std::size_t kMaxEnvironBytes = std::size_t{4} << 20;
 
@@ -190,16 +194,38 @@ JobGroupCleanup invalid(std::string_view entry, std::string detail) {
 
 }  // namespace
 
+std::string format_nominal_time(absl::Time t) {
+  return absl::FormatTime(kNominalFormat, t, absl::UTCTimeZone());
+}
+
+std::optional<absl::Time> parse_nominal_time(std::string_view text) {
+  if (text.empty() || text.size() > 64) return std::nullopt;
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(kNominalFormat, std::string(text), absl::UTCTimeZone(), &t, &err))
+    return std::nullopt;
+  if (format_nominal_time(t) != text) return std::nullopt;  // canonical text only
+  return t;
+}
+
 std::string format_job_group_record(const JobGroupRecord& r) {
-  return absl::StrCat(absl_sv(kMagic), "\npgid=", r.pgid, "\nstart=", r.start, "\nowner=", r.owner,
-                      "\nowner_start=", r.owner_start, "\ntoken=", r.token, "\n");
+  std::string out =
+      absl::StrCat(absl_sv(r.run ? kMagicV2 : kMagicV1), "\npgid=", r.pgid, "\nstart=", r.start,
+                   "\nowner=", r.owner, "\nowner_start=", r.owner_start, "\ntoken=", r.token, "\n");
+  if (r.run)
+    absl::StrAppend(&out, "job=", r.run->job_id, "\nincarnation=", r.run->incarnation,
+                    "\nnominal=", format_nominal_time(r.run->nominal), "\nattempt=", r.attempt,
+                    "\n");
+  return out;
 }
 
 std::optional<JobGroupRecord> parse_job_group_record(std::string_view text) {
   if (text.size() > kMaxRecordBytes || text.empty() || text.back() != '\n') return std::nullopt;
   text.remove_suffix(1);
   const std::vector<std::string_view> lines = split(text, '\n');
-  if (lines.size() != 6 || lines[0] != kMagic) return std::nullopt;
+  const bool v1 = lines.size() == 6 && lines[0] == kMagicV1;
+  const bool v2 = lines.size() == 10 && lines[0] == kMagicV2;
+  if (!v1 && !v2) return std::nullopt;
   auto field = [&](std::size_t i, std::string_view name) -> std::optional<std::string_view> {
     const std::string_view line = lines[i];
     if (!line.starts_with(name) || line.size() <= name.size() || line[name.size()] != '=')
@@ -224,7 +250,27 @@ std::optional<JobGroupRecord> parse_job_group_record(std::string_view text) {
   r.owner = *owner_v;
   r.owner_start = *owner_start_v;
   r.token = *token_v;
+  if (v2) {
+    const auto job = field(6, "job");
+    const auto incarnation = field(7, "incarnation");
+    const auto nominal = field(8, "nominal");
+    const auto attempt = field(9, "attempt");
+    if (!job || !incarnation || !nominal || !attempt || !validate_job_id(*job).ok())
+      return std::nullopt;
+    const auto incarnation_v = parse_canonical(*incarnation);
+    const auto nominal_v = parse_nominal_time(*nominal);
+    const auto attempt_v = parse_canonical(*attempt);
+    if (!incarnation_v || *incarnation_v == 0 || !nominal_v || !attempt_v || *attempt_v == 0 ||
+        *attempt_v > UINT32_MAX)
+      return std::nullopt;
+    r.run = RunId{std::string(*job), *incarnation_v, *nominal_v};
+    r.attempt = static_cast<std::uint32_t>(*attempt_v);
+  }
   return r;
+}
+
+bool group_proven_over(const JobGroupCleanup& c) {
+  return c.action == "killed" || c.action == "gone" || c.action == "recycled";
 }
 
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
@@ -364,10 +410,17 @@ std::vector<JobGroupCleanup> clean_up_job_groups(const std::string& dir, absl::D
       c.pgid = record->pgid;
       c.action = "owner_alive";
       c.detail = absl::StrCat("owner pid ", record->owner, " still runs; left alone");
+      c.token = record->token;
+      c.run = record->run;
+      c.attempt = record->attempt;
       out.push_back(std::move(c));
       continue;
     }
-    out.push_back(clean_up_one(*record, name, end));
+    JobGroupCleanup c = clean_up_one(*record, name, end);
+    c.token = record->token;
+    c.run = record->run;
+    c.attempt = record->attempt;
+    out.push_back(std::move(c));
     ::unlinkat(dfd, name.c_str(), 0);
   }
   ::close(dfd);

@@ -32,12 +32,23 @@
 //   survives the machine.
 //
 // Format (text, every line ends in '\n', numbers are canonical decimals):
-//   kairos-job-group v1
+//   kairos-job-group v2
 //   pgid=<pid>
 //   start=<leader start time, clock ticks after boot (/proc/PID/stat field 22)>
 //   owner=<pid of the worker process>
 //   owner_start=<the worker's start time>
 //   token=<fencing token of the attempt>
+//   job=<job id, as validate_job_id accepts it>
+//   incarnation=<the job's incarnation, >= 1>
+//   nominal=<nominal time, exactly as KAIROS_NOMINAL_TIME: RFC 3339 UTC,
+//            fractional seconds only as needed>
+//   attempt=<attempt number, >= 1>
+// The last four name the run (its idempotency key) and attempt, so that a
+// restarted server can hand the run back to the scheduler (fenced by the
+// token) as soon as its group is proven over, instead of waiting for the
+// lease. A v1 record (the first six lines, magic "kairos-job-group v1", as
+// written by older servers) is still read: its group is cleaned up, but it
+// names no run.
 #pragma once
 
 #include <sys/types.h>
@@ -51,10 +62,11 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/kernel/records.h"
 
 namespace kairos {
 
-inline constexpr std::size_t kMaxRecordBytes = 256;
+inline constexpr std::size_t kMaxRecordBytes = 1024;
 inline constexpr std::size_t kMaxRecords = 4096;  // more entries are reported, not read
 
 struct JobGroupRecord {
@@ -63,11 +75,22 @@ struct JobGroupRecord {
   pid_t owner = 0;
   std::uint64_t owner_start = 0;
   std::uint64_t token = 0;
+  // The run and attempt the group is running (v2); nullopt for a v1 record.
+  std::optional<RunId> run;
+  std::uint32_t attempt = 0;
 };
 
+// A v2 record when `run` is set (it must be valid: a checked job id,
+// incarnation and attempt >= 1), else v1.
 std::string format_job_group_record(const JobGroupRecord& r);
-// Strict: exactly the format above, pgid and owner > 1 and <= INT32_MAX.
+// Strict: exactly the format above, pgid and owner > 1 and <= INT32_MAX, the
+// job id accepted by validate_job_id, the nominal time in its canonical text.
 std::optional<JobGroupRecord> parse_job_group_record(std::string_view text);
+
+// The nominal time as the runner passes it (KAIROS_NOMINAL_TIME) and the
+// record stores it, and its strict inverse (only the canonical text).
+std::string format_nominal_time(absl::Time t);
+std::optional<absl::Time> parse_nominal_time(std::string_view text);
 
 // Facts about one process from /proc/PID/stat; nullopt when there is no such
 // process (or its stat cannot be parsed).
@@ -91,7 +114,17 @@ struct JobGroupCleanup {
   std::string detail;  // human-readable
   pid_t pgid = 0;      // 0 for invalid entries
   std::size_t killed = 0;
+  // From the record (not set for invalid entries): the attempt's token and,
+  // for a v2 record, its run and attempt number.
+  std::uint64_t token = 0;
+  std::optional<RunId> run;
+  std::uint32_t attempt = 0;
 };
+
+// The recorded group is proven to have ended (killed, gone, or its pid
+// recycled): nothing of the attempt runs any more, so its run may be handed
+// back. Never true for owner_alive, survivors or invalid.
+bool group_proven_over(const JobGroupCleanup& c);
 
 // Creates `dir` (mode 0700) if missing; fails if it is not a directory.
 absl::Status prepare_job_group_records(const std::string& dir);

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
+#include "core/kernel/job_store.h"
 #include "prod/runners/job_records.h"
 
 extern char** environ;
@@ -116,6 +118,35 @@ std::vector<std::string> candidates(const std::string& file, const std::string& 
   ::_exit(128 + SIGKILL);
 }
 
+std::optional<std::uint64_t> env_number(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  const std::string_view s = v;
+  std::uint64_t out = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return out;
+}
+
+// The run and attempt from the runner's KAIROS_* variables, when all of them
+// are there and valid (the runner always passes them); otherwise the record
+// stays a v1 record: the group is still cleaned up, only the hand-back of
+// its run is forgone.
+void record_run_identity(JobGroupRecord& r) {
+  const char* job = std::getenv("KAIROS_JOB_ID");
+  const char* nominal = std::getenv("KAIROS_NOMINAL_TIME");
+  const auto token = env_number("KAIROS_FENCING_TOKEN");
+  const auto incarnation = env_number("KAIROS_INCARNATION");
+  const auto attempt = env_number("KAIROS_ATTEMPT");
+  if (job == nullptr || nominal == nullptr || !token || !incarnation || !attempt) return;
+  const auto when = parse_nominal_time(nominal);
+  if (!when || !validate_job_id(job).ok() || *incarnation == 0 || *attempt == 0 ||
+      *attempt > UINT32_MAX || *token != r.token)
+    return;
+  r.run = RunId{job, *incarnation, *when};
+  r.attempt = static_cast<std::uint32_t>(*attempt);
+}
+
 }  // namespace
 
 std::vector<std::string> job_shim_argv(const std::string& program, pid_t parent,
@@ -165,6 +196,7 @@ int job_shim_main(int argc, char** argv) {
       const std::string_view t = token;
       std::from_chars(t.data(), t.data() + t.size(), r.token);
     }
+    record_run_identity(r);
     if (absl::Status s = write_job_group_record(record_dir, r); !s.ok())
       return refuse(std::string(s.message()));
     // The record was written while the parent was alive, or the pdeath

@@ -36,10 +36,12 @@
 // Protocol. argv: `__job-shim --parent PID --records DIR --path PATH -- ARGV...`
 // (DIR may be empty: no record; PATH is the server's search path for an
 // ARGV[0] without '/'). The token recorded is the job environment's
-// KAIROS_FENCING_TOKEN. fd 3, when open, is the status pipe: the shim writes
-// at most one line before it exits, "exec-error ERRNO" (the job could not be
-// executed) or "shim-error TEXT" (the shim refused to run the job), and
-// closes it on exec so the job never sees it.
+// KAIROS_FENCING_TOKEN; the run recorded with it is KAIROS_JOB_ID,
+// KAIROS_INCARNATION, KAIROS_NOMINAL_TIME and KAIROS_ATTEMPT (all valid, or
+// the record names no run and its run is not handed back at restart). fd 3, when open, is the
+// status pipe: the shim writes at most one line before it exits, "exec-error ERRNO" (the job could
+// not be executed) or "shim-error TEXT" (the shim refused to run the job), and closes it on exec so
+// the job never sees it.
 #pragma once
 
 #include <sys/types.h>

@@ -13,6 +13,9 @@
 #  3. The real server killed with kill -9 while its demo job is alive (caught
 #     in flight and held blocked on its output): the job is gone within a few
 #     seconds.
+#  4. The server restarted after 3: the run it held is handed back to the
+#     scheduler at startup (its group proven gone, fenced by its token) and
+#     runs again within seconds, not after its 30 s lease.
 set -uo pipefail
 KAIROS="$1"
 work=$(mktemp -d)
@@ -176,4 +179,32 @@ kill -9 "$pid"; wait "$pid" 2>/dev/null
 wait_gone "$job" "$shim" ||
   fail "the server's job survived kill -9 of the server (shim $shim, job $job)"
 exec 7<&-
+
+# --- 4. the restarted server hands the held run back at once ---------------
+# The run the killed server held is leased for 30 s. Its group is proven
+# gone at startup, so the run is handed back (fenced by its token) before the
+# workers start and runs again as the next attempt within seconds, not after
+# the lease.
+start --workers 1
+line=$(grep -m1 'server\.run_handed_back job=demo-hello ' "$work/out") ||
+  fail "the held demo run was not handed back at startup"
+case "$line" in
+  *" result=released state=ready"*) ;;
+  *) fail "the held demo run was not released: $line" ;;
+esac
+nominal=$(echo "$line" | sed -n 's/.* nominal=\([^ ]*\) .*/\1/p')
+attempt=$(echo "$line" | sed -n 's/.* attempt=\([0-9]*\) .*/\1/p')
+[ -n "$nominal" ] && [ -n "$attempt" ] || fail "cannot read the handed-back run: $line"
+grep -q "run\.lease_lapsed .*reason=worker_restart" "$work/out" ||
+  fail "no run.lease_lapsed event with reason=worker_restart"
+SECONDS=0
+rerun=0
+while [ "$SECONDS" -lt 10 ]; do
+  grep -q "process\.started job=demo-hello nominal=$nominal attempt=$((attempt + 1)) " \
+    "$work/out" && { rerun=1; break; }
+  sleep 0.1
+done
+[ "$rerun" -eq 1 ] ||
+  fail "the handed-back run ($nominal) did not run again within 10 s (its lease is 30 s)"
+stop
 echo "e2e orphan: ok"

@@ -208,7 +208,7 @@ TEST_F(JobShimTest, TheRecordExistsWhileTheJobRuns) {
   ASSERT_EQ(o.status, RunStatus::kSucceeded) << o.detail;
   ASSERT_EQ(started_.size(), 1u);
   EXPECT_TRUE(
-      absl::StrContains(o.detail, absl::StrCat("kairos-job-group v1\npgid=", started_[0], "\n")))
+      absl::StrContains(o.detail, absl::StrCat("kairos-job-group v2\npgid=", started_[0], "\n")))
       << o.detail;
   EXPECT_TRUE(absl::StrContains(o.detail, absl::StrCat("owner=", ::getpid(), "\n"))) << o.detail;
   EXPECT_TRUE(absl::StrContains(o.detail, "token=42")) << o.detail;
