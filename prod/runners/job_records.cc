@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
+#include "core/base/rfc3339.h"
 #include "core/base/text.h"
 #include "core/kernel/job_store.h"
 
@@ -194,9 +195,7 @@ JobGroupCleanup invalid(std::string_view entry, std::string detail) {
 
 }  // namespace
 
-std::string format_nominal_time(absl::Time t) {
-  return absl::FormatTime(kNominalFormat, t, absl::UTCTimeZone());
-}
+std::string format_nominal_time(absl::Time t) { return format_rfc3339_utc(t); }
 
 std::optional<absl::Time> parse_nominal_time(std::string_view text) {
   if (text.empty() || text.size() > 64) return std::nullopt;

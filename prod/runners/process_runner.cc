@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/base/rfc3339.h"
 #include "prod/runners/job_records.h"
 #include "prod/runners/job_shim.h"
 
@@ -96,9 +97,7 @@ bool permanent_spawn_error(int err) {
   }
 }
 
-std::string rfc3339(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
-}
+std::string rfc3339(absl::Time t) { return format_rfc3339_utc(t); }
 
 // The child's environment: the server's, then the payload's, then Kairos's.
 std::vector<std::string> child_environment(const RunRequest& r, const CommandPayload& cmd) {
