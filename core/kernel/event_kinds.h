@@ -55,6 +55,12 @@ inline constexpr std::string_view kNodeInitFailed = "node.init_failed";
 inline constexpr std::string_view kNodeClockSkew = "node.clock_skew";
 inline constexpr std::string_view kNodeClockOk = "node.clock_ok";
 inline constexpr std::string_view kWireMalformed = "wire.malformed";
+// A stored record that does not decode; recorded once per key per node, which
+// then reports itself degraded (SchedulerNode::health()).
+inline constexpr std::string_view kRecordUndecodable = "record.undecodable";
+// A transaction body failed in a way the node does not handle (not a stale
+// epoch): logged with the body's name and status instead of dropped.
+inline constexpr std::string_view kTxnFailed = "txn.failed";
 
 // --- Workers (core/kernel/worker.cc) -----------------------------------------
 inline constexpr std::string_view kWorkerStarted = "worker.started";
@@ -98,6 +104,8 @@ inline constexpr std::array kAllEventKinds = {
     kNodeClockSkew,
     kNodeClockOk,
     kWireMalformed,
+    kRecordUndecodable,
+    kTxnFailed,
     kWorkerStarted,
     kWorkerRunStarted,
     kWorkerGrantExpired,

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -181,6 +182,20 @@ struct DispatchResult {
   // one: the leader can wake for it instead of waiting for its next poll.
   std::optional<absl::Duration> next_due_in;
   std::vector<Event> events;
+  // A stored record this body could not decode: the job it belongs to, its
+  // key (raw bytes) and the decode error.
+  struct Undecodable {
+    std::string job_id;
+    std::string key;
+    std::string error;
+  };
+  // Job records that did not decode: their due entries were left in place
+  // and passed over, and the rest of the shard was served.
+  std::vector<Undecodable> undecodable;
+  // Set when the body aborted because a record read while dispatching one
+  // job (a run or ledger record) did not decode: the caller passes that job
+  // over (skip_jobs) and runs the body again.
+  std::optional<Undecodable> poisoned;
 };
 
 struct Grant {
@@ -303,9 +318,13 @@ class JobStore {
   absl::Status check_leader(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
 
   // Leader only: turns due entries (due_at <= now) into ready runs, at most
-  // `limit` entries.
+  // `limit` entries. A due entry whose job record does not decode, or whose
+  // job is in `skip_jobs`, is left in place and passed over (it never counts
+  // against `limit` and never makes the shard look due now): one bad record
+  // never stops the other jobs of its shard.
   absl::Status dispatch(Txn& txn, std::uint32_t shard, const LeaderToken& leader, std::size_t limit,
-                        DispatchResult* out) const;
+                        DispatchResult* out,
+                        const std::set<std::string>* skip_jobs = nullptr) const;
   // Second half of non_atomic_dispatch, and the unknown_as_failure re-dispatch
   // (idempotent == false overwrites an existing run).
   absl::Status create_runs(Txn& txn, std::uint32_t shard, const LeaderToken& leader,

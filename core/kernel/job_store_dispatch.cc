@@ -2,6 +2,8 @@
 // overlap policies, writing each occurrence's ledger record, bounded ledger
 // retention (prune, and the sweep of cancelled jobs), and closing the overdue
 // occurrences of a job that is cancelled or rescheduled.
+#include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -338,34 +340,92 @@ absl::Status JobStore::prune(Txn& txn, JobRecord& job, std::vector<Event>& event
 }
 
 absl::Status JobStore::dispatch(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
-                                std::size_t limit, DispatchResult* out) const {
+                                std::size_t limit, DispatchResult* out,
+                                const std::set<std::string>* skip_jobs) const {
   *out = {};
   KAIROS_CHECK(limit > 0);
   KAIROS_RETURN_IF_ERROR(leader_gate(txn, shard, leader));
   const absl::Time now = txn.now();
   const keys::Range range = keys::due_until(shard, now);
-  const auto entries = txn.scan(range.begin, range.end, limit);
-  out->more = entries.size() == limit;
-  for (const auto& kv : entries) {
-    ++out->scanned;
-    KAIROS_ASSIGN_OR_RETURN(keys::DueKey dk, keys::parse_due(kv.key));
-    KAIROS_ASSIGN_OR_RETURN(DueEntry de, decode_due(kv.value));
-    KAIROS_CHECK(dk.shard == shard && dk.due_at <= now);
-    KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(dk.job_id), decode_job));
-    txn.erase(kv.key);
-    if (!job || job->state != JobState::kActive || job->incarnation != de.incarnation ||
-        job->next_due_at != dk.due_at || job->paused) {
-      continue;  // an orphan entry (cannot arise from these bodies); dropped
+  // Due entries left in place this pass (their job is passed over), and the
+  // jobs served. The scan goes on past the passed-over entries until `limit`
+  // entries were served or the due range ends, so passed-over entries never
+  // take the place of others; it only moves forward, so it ends.
+  std::set<std::string> passed;
+  std::set<std::string> served;
+  std::string begin = range.begin;
+  std::size_t want = limit;
+  bool full = false;
+  for (bool first = true; want > 0; first = false) {
+    const auto entries = txn.scan(begin, range.end, want);
+    std::size_t passed_here = 0;
+    bool stop = false;
+    for (const auto& kv : entries) {
+      ++out->scanned;
+      KAIROS_ASSIGN_OR_RETURN(keys::DueKey dk, keys::parse_due(kv.key));
+      KAIROS_ASSIGN_OR_RETURN(DueEntry de, decode_due(kv.value));
+      KAIROS_CHECK(dk.shard == shard && dk.due_at <= now);
+      if (!first && served.count(dk.job_id) > 0) {
+        // This pass already advanced the job to a due-again entry: the next
+        // pass takes it, as it would without the passed-over entries.
+        stop = true;
+        break;
+      }
+      if (skip_jobs != nullptr && skip_jobs->count(dk.job_id) > 0) {
+        passed.insert(kv.key);
+        ++passed_here;
+        continue;
+      }
+      const std::string job_key = keys::job(dk.job_id);
+      auto read_job = read<JobRecord>(txn, job_key, decode_job);
+      if (!read_job.ok() && read_job.status().code() == absl::StatusCode::kDataLoss) {
+        out->undecodable.push_back({dk.job_id, job_key, std::string(read_job.status().message())});
+        passed.insert(kv.key);
+        ++passed_here;
+        continue;
+      }
+      KAIROS_ASSIGN_OR_RETURN(auto job, std::move(read_job));
+      served.insert(dk.job_id);
+      txn.erase(kv.key);
+      if (!job || job->state != JobState::kActive || job->incarnation != de.incarnation ||
+          job->next_due_at != dk.due_at || job->paused) {
+        continue;  // an orphan entry (cannot arise from these bodies); dropped
+      }
+      // Decide, create the run(s) and advance the due entry in one
+      // transaction. A record of this job that does not decode aborts the
+      // body (its writes so far are not separable): the caller passes the job
+      // over and runs the body again.
+      absl::Status s = dispatch_entry(txn, shard, kv.key, dk.due_at, *job, de.nominal, out);
+      if (s.ok()) s = prune(txn, *job, out->events);
+      if (s.code() == absl::StatusCode::kDataLoss)
+        out->poisoned = DispatchResult::Undecodable{dk.job_id, job_key, std::string(s.message())};
+      KAIROS_RETURN_IF_ERROR(s);
+      txn.put(job_key, encode(*job));
     }
-    // Decide, create the run(s) and advance the due entry in one transaction.
-    KAIROS_RETURN_IF_ERROR(dispatch_entry(txn, shard, kv.key, dk.due_at, *job, de.nominal, out));
-    KAIROS_RETURN_IF_ERROR(prune(txn, *job, out->events));
-    txn.put(keys::job(dk.job_id), encode(*job));
+    if (stop) {
+      full = true;
+      break;
+    }
+    if (entries.size() < want) break;  // the due range ends here
+    if (passed_here == 0) {
+      full = true;  // the scan hit its limit; call again
+      break;
+    }
+    begin = entries.back().key + '\0';  // past the last one scanned
+    want = passed_here;
   }
+  if (full) out->more = true;
   const keys::Range all = keys::due_of(shard);
-  if (const auto next = txn.scan(all.begin, all.end, 1); !next.empty()) {
+  for (std::string from = all.begin;;) {
+    const auto next = txn.scan(from, all.end, 1);
+    if (next.empty()) break;
+    if (passed.count(next[0].key) > 0) {
+      from = next[0].key + '\0';
+      continue;
+    }
     KAIROS_ASSIGN_OR_RETURN(keys::DueKey dk, keys::parse_due(next[0].key));
     out->next_due_in = std::max(absl::ZeroDuration(), dk.due_at - now);
+    break;
   }
   return absl::OkStatus();
 }

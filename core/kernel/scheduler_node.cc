@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
@@ -295,6 +296,7 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
             st.pending_epoch = out->record.epoch;
           return;
         }
+        if (r.outcome == CommitOutcome::kAborted) on_failed(shard, "leader", r.status);
         if (!r.committed()) return;
         st.pending_epoch = 0;
         if (clock_skewed_) {
@@ -352,6 +354,35 @@ void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
   lose_leadership(shard, "stale epoch");
 }
 
+void SchedulerNode::on_failed(std::uint32_t shard, std::string_view op,
+                              const absl::Status& status) {
+  ++health_.failed_txns;
+  Event e;
+  e.kind = "txn.failed";
+  e.with("shard", static_cast<std::uint64_t>(shard))
+      .with("op", std::string(op))
+      .with("code", std::string(absl::StatusCodeToString(status.code())))
+      .with("error", std::string(status.message()));
+  record(std::move(e));
+}
+
+void SchedulerNode::on_undecodable(std::uint32_t shard, std::string_view op,
+                                   const DispatchResult::Undecodable& bad) {
+  if (!undecodable_keys_.insert(bad.key).second) return;  // recorded already
+  ++health_.undecodable_records;
+  health_.degraded = true;
+  health_.reason = absl::StrCat("undecodable record \"", absl::CHexEscape(bad.key), "\" (job ",
+                                absl::CHexEscape(bad.job_id), "): ", bad.error);
+  Event e;
+  e.kind = "record.undecodable";
+  e.with("shard", static_cast<std::uint64_t>(shard))
+      .with("op", std::string(op))
+      .with("job", bad.job_id)
+      .with("key", absl::CHexEscape(bad.key))
+      .with("error", bad.error);
+  record(std::move(e));
+}
+
 void SchedulerNode::run_dispatch(std::uint32_t shard) {
   ShardState& st = shards_[shard];
   if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
@@ -362,17 +393,30 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
   const LeaderToken token{config_.node_id, st.epoch};
   const std::size_t limit = config_.dispatch_batch;
   auto out = std::make_shared<DispatchResult>();
+  // The body gets its own copy: the store may run it off the node's loop.
+  std::shared_ptr<const std::set<std::string>> skip;
+  if (!st.skip_jobs.empty()) skip = std::make_shared<const std::set<std::string>>(st.skip_jobs);
   transact_once(
       "dispatch",
-      [this, shard, token, limit, out](Txn& txn) {
-        return store_.dispatch(txn, shard, token, limit, out.get());
+      [this, shard, token, limit, out, skip](Txn& txn) {
+        return store_.dispatch(txn, shard, token, limit, out.get(), skip.get());
       },
       [this, shard, token, out](TxnResult r) {
         ShardState& st = shards_[shard];
         st.dispatch_txn = false;
         if (r.outcome == CommitOutcome::kAborted) {
-          if (r.status.code() == absl::StatusCode::kFailedPrecondition)
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition) {
             on_stale_epoch(shard, "dispatch", r.status);
+          } else if (out->poisoned) {
+            // One job's record does not decode: pass that job over and serve
+            // the rest of the shard now. Each retry passes over one more job.
+            const bool added = st.skip_jobs.insert(out->poisoned->job_id).second;
+            KAIROS_CHECK_MSG(added, "a job passed over is never dispatched");
+            on_undecodable(shard, "dispatch", *out->poisoned);
+            run_dispatch(shard);
+          } else {
+            on_failed(shard, "dispatch", r.status);
+          }
           return;
         }
         if (r.outcome == CommitOutcome::kUnknown && config_.bugs.unknown_as_failure &&
@@ -383,6 +427,7 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
         if (!r.committed()) return;  // the next tick re-reads the due index
         if (!out->dispatched.empty() && crashed_at("dispatch-after-commit-before-reply")) return;
         record_all(out->events);
+        for (const auto& bad : out->undecodable) on_undecodable(shard, "dispatch", bad);
         if (config_.bugs.non_atomic_dispatch && !out->to_create.empty())
           planted_create_runs_separately(shard, token, out->to_create);
         if (!out->dispatched.empty()) serve_parked();
@@ -462,8 +507,11 @@ void SchedulerNode::run_reap(std::uint32_t shard) {
       [this, shard, out](TxnResult r) {
         shards_[shard].reap_txn = false;
         if (r.outcome == CommitOutcome::kAborted) {
-          if (r.status.code() == absl::StatusCode::kFailedPrecondition)
+          if (r.status.code() == absl::StatusCode::kFailedPrecondition) {
             on_stale_epoch(shard, "reap", r.status);
+          } else {
+            on_failed(shard, "reap", r.status);
+          }
           return;
         }
         if (!r.committed()) return;

@@ -31,6 +31,16 @@
 //   renewal can adopt it.
 // A leader body that finds a newer epoch aborts (FailedPrecondition, "stale
 // epoch"); the node records write.rejected_stale_epoch and stops leading.
+// Any other abort of a leader, dispatch or reaper body is recorded as
+// txn.failed (the body's name and status), never dropped.
+//
+// Undecodable records. A job record that does not decode is passed over by
+// dispatch (its due entry stays in place; the other jobs of the shard are
+// served in the same pass); a run or ledger record that does not decode while
+// one job is dispatched aborts that dispatch, and the node passes that job
+// over from then on (until restart) and dispatches again at once. Either way
+// the node records record.undecodable once per key and reports itself
+// degraded (health()).
 //
 // Leadership by the node's own clock. The node acts as leader of a shard only
 // until sent + leader_ttl x (1 - max_drift) - margin after it sent the last
@@ -56,6 +66,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +86,15 @@
 #include "core/ports/transport.h"
 
 namespace kairos {
+
+// What a health endpoint reports: a degraded node still serves, but an
+// operator should look (the reason says why).
+struct NodeHealth {
+  bool degraded = false;
+  std::string reason;                     // the latest cause; empty when healthy
+  std::uint64_t undecodable_records = 0;  // distinct keys seen
+  std::uint64_t failed_txns = 0;          // unexpected aborts (txn.failed)
+};
 
 struct SchedulerNodeConfig {
   std::string node_id;
@@ -160,6 +180,8 @@ class SchedulerNode {
   std::size_t parked_claims() const { return parked_.size(); }
   // False while the node's clock is outside max_clock_skew of the store's.
   bool clock_sane() const { return !clock_skewed_; }
+  // Degraded once a stored record did not decode (see the file comment).
+  const NodeHealth& health() const { return health_; }
   // Runs one tick now (in addition to the periodic ones).
   void tick();
 
@@ -185,6 +207,8 @@ class SchedulerNode {
     // Armed after a dispatch when the shard's next due entry comes before
     // the next poll, so a fire is not up to one poll interval late.
     std::optional<TimerId> wake_timer;
+    // Jobs dispatch passes over: one of their records did not decode.
+    std::set<std::string> skip_jobs;
   };
   struct Parked {
     PeerId peer = 0;
@@ -221,6 +245,11 @@ class SchedulerNode {
   void record_all(std::vector<Event>& events);
   void count_txn(std::string_view op, const TxnResult& result);
   void on_stale_epoch(std::uint32_t shard, std::string_view op, const absl::Status& status);
+  // An abort the node has no handling for: recorded as txn.failed.
+  void on_failed(std::uint32_t shard, std::string_view op, const absl::Status& status);
+  // record.undecodable, once per key; the node is degraded from then on.
+  void on_undecodable(std::uint32_t shard, std::string_view op,
+                      const DispatchResult::Undecodable& bad);
   absl::Duration backoff(std::uint32_t attempt);
   // Runs `body` once and hands its result to `done` (unless the node crashed
   // meanwhile), counting it in kairos_txn_total under `op`; kUncounted (the
@@ -255,6 +284,8 @@ class SchedulerNode {
   std::map<std::uint64_t, Parked> parked_;  // by arrival order
   bool clock_skewed_ = false;
   bool clock_probe_txn_ = false;
+  NodeHealth health_;
+  std::set<std::string> undecodable_keys_;  // recorded already
 };
 
 }  // namespace kairos

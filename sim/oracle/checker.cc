@@ -330,6 +330,45 @@ void occurrences_complete(const History& h, const Replay& r, Findings& out) {
   }
 }
 
+// 10: a stored record that does not decode stops only its own job. Every
+// expected occurrence of every other job due from the first corruption on
+// (and before the quiet tail: `expected` holds no later ones) is dispatched:
+// it has a run, or a policy decision in the ledger covers it. (The corrupted
+// jobs' later occurrences are not expected at all.)
+void corruption_contained(const History& h, const Replay& r, Findings& out) {
+  if (h.corrupted == nullptr || h.corrupted->empty() || h.expected == nullptr || h.facts == nullptr)
+    return;
+  const Interner& names = h.facts->strings();
+  std::set<std::string> corrupted;
+  absl::Time first = absl::InfiniteFuture();
+  for (const CorruptedRecord& c : *h.corrupted) {
+    corrupted.insert(c.job);
+    first = std::min(first, c.at);
+  }
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<const LedgerFact*>> ledger;
+  for (const auto& l : h.facts->ledger())
+    if (l.commit == LedgerFact::kFromEvent || !lost(h, l.commit))
+      ledger[{l.job, l.incarnation}].push_back(&l);
+  for (const auto& o : *h.expected) {
+    if (o.due < first || corrupted.count(o.job) > 0) continue;
+    const std::string key = idempotency_key(RunId{o.job, o.incarnation, o.nominal});
+    const std::uint32_t id = names.find(key);
+    if (id != Interner::kNone && id < r.runs.size() && r.runs[id].exists) continue;
+    bool decided = false;
+    if (auto it = ledger.find({names.find(o.job), o.incarnation}); it != ledger.end())
+      for (const LedgerFact* l : it->second)
+        if (l->from <= o.nominal && o.nominal <= l->through) decided = true;
+    if (decided) continue;
+    out.add({"",
+             o.job,
+             key,
+             absl::StrCat("occurrence ", time_text(o.nominal), " (due ", time_text(o.due),
+                          ") was never dispatched after the record of job ",
+                          h.corrupted->front().job, " stopped decoding at ", time_text(first)),
+             {}});
+  }
+}
+
 // 2 (completion side): a succeeded occurrence has exactly one accepted effect.
 void effect_per_success(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
@@ -433,6 +472,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kTimeliness, timeliness},
     {inv::kAckedCommitsDurable, acked_commits_durable},
     {inv::kNotBeforeDue, not_before_due},
+    {inv::kCorruptionContained, corruption_contained},
     {inv::kLedgerOneOutcome, ledger_one_outcome},
     {inv::kAttemptsBounded, attempts_bounded},
     {inv::kRetryBackoff, retry_backoff},

@@ -169,6 +169,13 @@ struct CancelAck {
   absl::Time acked;  // true time the client got the answer
 };
 
+// A stored record the corrupt-record fault made undecodable: job `job`'s,
+// from `at` (true time) on.
+struct CorruptedRecord {
+  std::string job;
+  absl::Time at;
+};
+
 struct FaultWindow {
   absl::Time from, to;  // true time, to >= from
   std::string what;
@@ -207,6 +214,9 @@ struct History {
   // The kernel's no-starvation bound (PolicyOptions::starvation_bound).
   absl::Duration starvation_bound = absl::Seconds(60);
   const std::vector<FaultWindow>* faults = nullptr;
+  // Records made undecodable (corrupt-record faults), in time order. The
+  // occurrences of these jobs due from then on are not in `expected`.
+  const std::vector<CorruptedRecord>* corrupted = nullptr;
   Bounds bounds;
 };
 

@@ -32,6 +32,7 @@ inline constexpr std::string_view kCancelStopsRuns = "cancel-stops-runs";
 inline constexpr std::string_view kTimeliness = "timeliness";
 inline constexpr std::string_view kAckedCommitsDurable = "acked-commits-durable";
 inline constexpr std::string_view kNotBeforeDue = "not-before-due";
+inline constexpr std::string_view kCorruptionContained = "corruption-contained";
 // The policy invariants (sim/oracle/policy_checks.cc).
 inline constexpr std::string_view kLedgerOneOutcome = "ledger-one-outcome";
 inline constexpr std::string_view kAttemptsBounded = "attempts-bounded";
@@ -73,6 +74,9 @@ inline constexpr std::array kInvariants = {
                   "durable commits reproduces the store"},
     InvariantInfo{inv::kNotBeforeDue,
                   "(9) no run is dispatched or granted before its due time (store clock)"},
+    InvariantInfo{inv::kCorruptionContained,
+                  "(10) a record that does not decode stalls only its own job: every other "
+                  "job's occurrence due after the corruption is dispatched"},
     InvariantInfo{inv::kLedgerOneOutcome,
                   "(P1) every occurrence that became due has exactly one ledger outcome"},
     InvariantInfo{inv::kAttemptsBounded,

@@ -39,6 +39,7 @@ constexpr FaultName kFaultNames[] = {
     {FaultKind::kClockDrift, "clock-drift"},
     {FaultKind::kSinkFaults, "sink-faults"},
     {FaultKind::kFleetRestart, "fleet-restart"},
+    {FaultKind::kCorruptRecord, "corrupt-record"},
 };
 
 // One line split into words; quoted values keep their spaces.
@@ -822,7 +823,10 @@ absl::Status parse_fault(ParseState& p) {
   a.permille("replay", &f.replay);
   a.permille("error", &f.error);
   a.permille("timeout", &f.timeout);
+  a.str("job", &f.job);
   KAIROS_RETURN_IF_ERROR(a.finish());
+  if (f.kind == FaultKind::kCorruptRecord && f.job.empty()) return a.err("expected job=<job id>");
+  if (f.kind == FaultKind::kCorruptRecord) f.node = "store";
   if ((f.kind == FaultKind::kPartition || f.kind == FaultKind::kOneWay) && f.peer.empty())
     return a.err("expected peer=<node>");
   if (f.kind == FaultKind::kCrashAt && f.point.empty())
@@ -847,6 +851,7 @@ void format_fault(const Scenario& s, std::string& out) {
     if (f.replay) absl::StrAppend(&l, " replay=", f.replay);
     if (f.error) absl::StrAppend(&l, " error=", f.error);
     if (f.timeout) absl::StrAppend(&l, " timeout=", f.timeout);
+    if (!f.job.empty()) absl::StrAppend(&l, " job=", quote(f.job));
     put(out, l);
   }
 }
@@ -863,6 +868,8 @@ absl::Status parse_swarm(ParseState& p) {
     FaultKind fk;
     if (!parse_fault_kind(std_sv(k), &fk))
       return a.err(absl::StrCat("kinds: unknown fault kind \"", k, "\""));
+    if (fk == FaultKind::kCorruptRecord)
+      return a.err("kinds: corrupt-record names its job: use a fault line");
     rf.kinds.push_back(fk);
   }
   return absl::OkStatus();

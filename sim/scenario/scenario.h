@@ -138,6 +138,10 @@ enum class FaultKind : std::uint8_t {
   kClockDrift,    // node's clock drift set to `drift` ppm
   kSinkFaults,    // sink error/timeout rates for `length`
   kFleetRestart,  // every scheduler and worker crashes, restarts after `length`
+  // The stored record of job `job` stops decoding (its version byte is
+  // flipped, as a bad disk or a foreign writer would); never healed. Named
+  // scenarios only: not in kAllFaultKinds (the swarm mix), not a swarm kind.
+  kCorruptRecord,
 };
 std::string_view to_string(FaultKind kind);
 bool parse_fault_kind(std::string_view text, FaultKind* out);
@@ -158,6 +162,7 @@ struct FaultSpec {
   std::string point;                                  // crash-at
   std::uint32_t loss = 0, duplicate = 0, replay = 0;  // net
   std::uint32_t error = 0, timeout = 0;               // sink-faults
+  std::string job;                                    // corrupt-record
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/keyspace.h"
 #include "sim/world/kernel_nodes.h"
 
 namespace kairos::sim {
@@ -337,7 +338,7 @@ void Cluster::later(absl::Duration after, std::function<void()> fn) {
 
 void Cluster::apply(const FaultSpec& f) {
   const NodeId n = (f.kind == FaultKind::kStoreOutage || f.kind == FaultKind::kStoreSlow ||
-                    f.kind == FaultKind::kStoreCrash)
+                    f.kind == FaultKind::kStoreCrash || f.kind == FaultKind::kCorruptRecord)
                        ? store_->node()
                        : resolve(f.node);
   const bool needs_node = f.kind != FaultKind::kSwizzle && f.kind != FaultKind::kNet &&
@@ -447,6 +448,14 @@ void Cluster::apply(const FaultSpec& f) {
       later(len, [this] { sink_->set_config(base_sink_); });
       break;
     }
+    case FaultKind::kCorruptRecord:
+      if (store_->corrupt_record(keys::job(f.job))) {
+        corrupted_.push_back({f.job, world_.now()});
+        world_.note(kWorldNode, absl::StrCat("corrupted the record of job ", f.job));
+      } else {
+        world_.note(kWorldNode, absl::StrCat("no record of job ", f.job, " to corrupt"));
+      }
+      break;
     case FaultKind::kFleetRestart: {
       std::vector<NodeId> all = schedulers_;
       all.insert(all.end(), workers_.begin(), workers_.end());
@@ -505,6 +514,7 @@ History Cluster::history() const {
   h.jobs = &workload_->client_jobs();
   h.starvation_bound = starvation_bound_;
   h.faults = &windows_;
+  h.corrupted = &corrupted_;
   h.bounds = timeliness_bounds(scenario_);
   return h;
 }
@@ -531,6 +541,10 @@ RunSummary Cluster::run() {
   // that the replay check compares like with like.
   if (store_->up()) world_.run_for(scenario_.store.sync_interval * 2);
   expected_ = workload_->expected(world_.start() + active);
+  // A job whose record was corrupted cannot fire from then on: its later
+  // occurrences are not expected (the other jobs' still are).
+  for (const CorruptedRecord& c : corrupted_)
+    std::erase_if(expected_, [&](const Occurrence& o) { return o.job == c.job && o.due >= c.at; });
   report_ = Checker::with_defaults().run(history(), scenario_.ignored);
   RunSummary s;
   s.seed = world_.seed();

@@ -214,6 +214,7 @@ class Cluster {
   FactRecorder facts_;
   std::vector<FaultWindow> windows_;
   std::vector<Occurrence> expected_;
+  std::vector<CorruptedRecord> corrupted_;
   std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause
   std::vector<ClockSpec> configured_clocks_;  // by NodeId: the scenario's clock lines
   absl::Duration starvation_bound_;           // the kernel's, from the scheduler config

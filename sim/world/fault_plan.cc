@@ -78,6 +78,9 @@ FaultSpec draw_fault(const Scenario& s, Random& r, FaultKind kind, absl::Duratio
     case FaultKind::kFleetRestart:
       f.length = between(r, absl::Seconds(1), absl::Seconds(10));
       break;
+    case FaultKind::kCorruptRecord:
+      KAIROS_CHECK_MSG(false, "corrupt-record is never drawn (not a swarm kind)");
+      break;
   }
   return f;
 }

@@ -1,11 +1,38 @@
 #include "sim/world/store_service.h"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 
 namespace kairos::sim {
+
+bool StoreService::corrupt_record(const std::string& key) {
+  std::optional<std::string> bad;
+  const TxnResult r = storage_.run([&](Txn& txn) {
+    std::optional<std::string> v = txn.get(key);
+    if (!v || v->empty()) return absl::OkStatus();
+    (*v)[0] = static_cast<char>((*v)[0] ^ 0x7f);
+    txn.put(key, *v);
+    bad = std::move(v);
+    return absl::OkStatus();
+  });
+  KAIROS_CHECK(r.committed());
+  if (!bad) return false;
+  // In the commit log like any write (no client; never acknowledged), so a
+  // replay of the log still reproduces the store.
+  StoreCommit sc;
+  sc.index = commits_.size();
+  sc.at = world_.now();
+  sc.store_time = clock_.now();
+  if (config_.record_writes) sc.ops.push_back({WriteOp::Kind::kPut, key, std::move(*bad)});
+  unsynced_.push_back(sc.index);
+  commits_.push_back(std::move(sc));
+  if (storage_.unsynced_count() != 0) arm_sync();
+  return true;
+}
 
 namespace {
 

@@ -112,6 +112,10 @@ class StoreService {
   void set_unavailable(bool unavailable) { unavailable_ = unavailable; }
   // Extra processing delay per request while set (slowness).
   void set_slowdown(absl::Duration extra) { slowdown_ = extra; }
+  // Corrupts the stored record at `key` in place (its first byte, the record
+  // version, is flipped), outside any client transaction, as a bad disk or a
+  // foreign writer would; false when the key is absent.
+  bool corrupt_record(const std::string& key);
 
   // Called once per applied writing commit, at the store, in commit order,
   // with the commit and its writes to the run ('R'), leader ('L') and ledger
