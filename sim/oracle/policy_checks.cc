@@ -617,7 +617,10 @@ void misfire_threshold(const History& h, const Replay& r, Findings& out) {
 
 // P5: catch-up starts at most one late run per spacing within a backlog, and
 // after a catch-up decision about a misfired occurrence at most catch_up_max
-// due occurrences remain undecided (the kept backlog).
+// due occurrences remain undecided (the kept backlog). Where the rule can be
+// judged (judge_misfire), each decision keeps exactly the newest
+// catch_up_max of its due occurrences and runs the oldest of them, and the
+// next decision of a backlog waits catch_up_spacing.
 void catch_up_bounded(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
