@@ -5,9 +5,12 @@
 //   attempts-bounded     no run is granted more than max_attempts times
 //   retry-backoff        a failed attempt's retry waits within the jitter bounds
 //   overlap-respected    unfinished runs per job stay within the overlap policy
-//   catch-up-bounded     catch-up keeps at most catch_up_max of a backlog and
+//   catch-up-bounded     catch-up keeps at most catch_up_max of a backlog (the
+//                        newest, exactly, where the rule can be judged) and
 //                        starts at most one late run per spacing
-//   misfire-threshold    each misfire decision matches the threshold and policy
+//   misfire-threshold    each misfire decision matches the rule of
+//                        core/kernel/misfire.h (MisfireModel), or where its
+//                        inputs are not known, the threshold and the policy
 //   priority-order       a claim serves due runs by the documented order
 // The per-job ground truth (policy, creation time) is the client's
 // (History::jobs); a job the client never saw acknowledged is not judged.
@@ -15,9 +18,12 @@
 // (PolicyFacts, sim/oracle/replay.h); none tracks state but its own.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
@@ -88,6 +94,322 @@ void for_each_decision(const std::vector<const LedgerFact*>& firsts, Fn fn) {
     fn(i, e);
     i = e;
   }
+}
+
+// Whether the record's occurrence got a run of its own in its decision.
+bool has_own_run_outcome(const Interner& names, const LedgerFact& l) {
+  return is(names, l, "fired") || is(names, l, "late") || is(names, l, "moved_dst");
+}
+
+// The misfire rule of core/kernel/misfire.h, modelled from the header's words
+// for the checker alone. It never calls decide_misfire: a bug shared by the
+// kernel and its judge must not hide. One decision is the group of deciding
+// ledger writes one commit made for one job (for_each_decision); the rule
+// predicts, from the client's view of the job, what each of its occurrences
+// had to become, and the ledger's records are compared with that prediction
+// in both directions (an occurrence the rule runs that was skipped or
+// coalesced, and one the rule skips or coalesces that ran).
+//
+// The inputs of the rule and how the checker knows them:
+//   now         the store time of the deciding commit (Txn::now(), exact);
+//   created_at, policy   the client's (History::jobs);
+//   due         the job's occurrences from the decision's first one with
+//               fire time <= now, from the client's schedule
+//               (PolicyFacts::expected). Judged only when that list is known
+//               to be complete up to now: the job was never paused, resumed
+//               or rescheduled (Replay::controlled), and the client's list
+//               holds an occurrence due after now (or the job is a one-off);
+//   capped      the chunk (PolicyOptions::misfire_chunk) is not in the
+//               history: any chunk from kMinMisfireChunk up is accepted, the
+//               one the ledger implies being tried when the due list is
+//               longer than that;
+//   DST notes   an on-time run may be recorded fired or moved_dst;
+//   backlog     (run-once capped passes) changes only stands_for, which the
+//               ledger does not hold: not judged.
+// When dispatch looked is not an input: the rule is judged at the time it
+// did. Decisions with records the rule does not write (cancelled, paused,
+// manual) are not judged here.
+
+// The smallest misfire chunk the job store accepts (its options validation).
+constexpr std::size_t kMinMisfireChunk = 1001;
+
+enum class Cls : std::uint8_t { kRun, kCoalesced, kSkipped };
+
+const char* cls_name(Cls c) {
+  switch (c) {
+    case Cls::kRun:
+      return "run";
+    case Cls::kCoalesced:
+      return "coalesced";
+    case Cls::kSkipped:
+      return "skipped_misfire";
+  }
+  return "?";
+}
+
+// Occurrences [b, e) of the client's list with one class; `rec` is the
+// ledger record (actual segments only).
+struct Segment {
+  std::size_t b = 0, e = 0;
+  Cls cls = Cls::kRun;
+  const LedgerFact* rec = nullptr;
+};
+
+// What judging one decision found.
+struct MisfireJudgement {
+  bool judged = false;
+  std::string problem;             // empty: the ledger follows the rule
+  bool about_bound = false;        // the problem is the catch-up bound (catch-up-bounded)
+  bool spaced = false;             // catch-up: the next occurrence was due and must wait
+  absl::Time next_nominal;         // (spaced) that occurrence
+  std::int64_t not_before_us = 0;  // (spaced) now + catch_up_spacing
+  std::uint64_t commit = 0;
+  std::int64_t now_us = 0;
+};
+
+class MisfireModel {
+ public:
+  MisfireModel(const History& h, const ClientJob& cj, const std::vector<const Occurrence*>& occ,
+               std::int64_t now_us)
+      : names_(h.facts->strings()), cj_(cj), occ_(occ), now_us_(now_us) {}
+
+  std::int64_t due_us(std::size_t j) const { return absl::ToUnixMicros(occ_[j]->due); }
+  std::int64_t lateness(std::size_t j) const {
+    const std::int64_t d = now_us_ - std::max(due_us(j), absl::ToUnixMicros(cj_.created_at));
+    return d < 0 ? 0 : d;
+  }
+  // Strictly past the threshold: lateness equal to it is on time.
+  bool misfired(std::size_t j) const {
+    return lateness(j) > absl::ToInt64Microseconds(cj_.policy.misfire_threshold);
+  }
+
+  // The decision the rule makes for due = occ[i0, i0 + n), `capped` or not.
+  std::vector<Segment> rule(std::size_t i0, std::size_t n, bool capped) const {
+    const JobPolicy& p = cj_.policy;
+    std::vector<Segment> s;
+    auto add = [&](std::size_t b, std::size_t e, Cls c) {
+      if (b < e) s.push_back({b, e, c, nullptr});
+    };
+    if (!misfired(i0)) {  // on time: the entry stands for itself and runs
+      add(i0, i0 + 1, Cls::kRun);
+      return s;
+    }
+    switch (p.misfire) {
+      case MisfirePolicy::kRunOnce:
+        if (capped) {
+          add(i0, i0 + n, Cls::kCoalesced);
+        } else {
+          add(i0, i0 + n - 1, Cls::kCoalesced);
+          add(i0 + n - 1, i0 + n, Cls::kRun);
+        }
+        break;
+      case MisfirePolicy::kSkip: {
+        std::size_t m = 0;  // lateness decreases along due: a prefix misfired
+        while (m < n && misfired(i0 + m)) ++m;
+        add(i0, i0 + m, Cls::kSkipped);
+        break;
+      }
+      case MisfirePolicy::kCatchUp: {
+        const std::size_t excess = n > p.catch_up_max ? n - p.catch_up_max : 0;
+        add(i0, i0 + excess, Cls::kSkipped);
+        if (!capped) add(i0 + excess, i0 + excess + 1, Cls::kRun);
+        break;
+      }
+    }
+    return s;
+  }
+
+  // The first difference between the rule's segments and the ledger's
+  // (merged) ones; empty text when they agree. `outcome_only`: the segments
+  // agree and only a run's recorded outcome (on time or late) differs.
+  struct Difference {
+    std::string text;
+    bool outcome_only = false;
+  };
+  Difference compare(std::vector<Segment> want, std::vector<Segment> got) const {
+    std::size_t wi = 0, gi = 0;
+    std::size_t at = !want.empty() ? want[0].b : !got.empty() ? got[0].b : 0;
+    while (wi < want.size() || gi < got.size()) {
+      if (gi < got.size() && got[gi].b < at)
+        return {
+            absl::StrCat("occurrence ", occ_text(got[gi].b), " has two outcomes in one decision")};
+      if (wi == want.size())
+        return {absl::StrCat("occurrence ", occ_text(got[gi].b), " was recorded ", outcome(got[gi]),
+                             " although the rule leaves it to a later decision")};
+      const Segment& w = want[wi];
+      if (gi == got.size() || got[gi].b > at)
+        return {absl::StrCat("occurrence ", occ_text(at), " got no outcome; the rule says ",
+                             cls_name(w.cls))};
+      Segment& g = got[gi];
+      if (g.cls != w.cls)
+        return {absl::StrCat("occurrence ", occ_text(at), " was recorded ", outcome(g),
+                             "; the rule says ", cls_name(w.cls))};
+      if (g.cls == Cls::kRun) {
+        if (g.e != g.b + 1)
+          return {absl::StrCat("a run record ", outcome(g), " covers ", g.e - g.b,
+                               " occurrences from ", occ_text(g.b))};
+        const std::string& o = outcome(g);
+        const bool late = misfired(g.b);
+        if (!(o == "skipped_overlap" || (late && o == "late") ||
+              (!late && (o == "fired" || o == "moved_dst"))))
+          return {absl::StrCat("occurrence ", occ_text(g.b), " was recorded ", o,
+                               "; the rule runs it ", late ? "late (past" : "on time (within",
+                               " the threshold; equal to it is on time)"),
+                  true};
+      }
+      const std::size_t end = std::min(g.e, w.e);
+      at = end;
+      if (g.e == end)
+        ++gi;
+      else
+        g.b = end;  // the ledger's range goes on past the rule's
+      if (w.e == end) ++wi;
+    }
+    return {};
+  }
+
+  std::string summary(const std::vector<Segment>& s) const {
+    if (s.empty()) return "nothing";
+    std::string out;
+    for (const Segment& x : s) {
+      if (!out.empty()) out += ", ";
+      out += absl::StrCat(x.rec != nullptr ? outcome(x) : cls_name(x.cls), " ",
+                          time_text(occ_[x.b]->nominal));
+      if (x.e > x.b + 1) out += absl::StrCat("..", time_text(occ_[x.e - 1]->nominal));
+      out += absl::StrCat(" (", x.e - x.b, ")");
+    }
+    return out;
+  }
+
+ private:
+  std::string outcome(const Segment& g) const { return names_.name(g.rec->outcome); }
+  std::string occ_text(std::size_t j) const {
+    if (j >= occ_.size()) return "?";
+    return absl::StrCat(time_text(occ_[j]->nominal), " (fire ", time_text(occ_[j]->due),
+                        ", lateness ", dur(lateness(j)), ")");
+  }
+  const Interner& names_;
+  const ClientJob& cj_;
+  const std::vector<const Occurrence*>& occ_;
+  std::int64_t now_us_;
+};
+
+// Judges the decision firsts[i, e) against the rule (see MisfireModel).
+MisfireJudgement judge_misfire(const History& h, const Replay& r, std::size_t i, std::size_t e) {
+  MisfireJudgement out;
+  const Interner& names = h.facts->strings();
+  const PolicyFacts& pf = r.policy;
+  const JobKey k{pf.firsts[i]->job, pf.firsts[i]->incarnation};
+  const ClientJob* cj = pf.job(k);
+  auto occ_it = pf.expected.find(k);
+  if (cj == nullptr || r.controlled.count(k.first) != 0 || occ_it == pf.expected.end() ||
+      occ_it->second.empty())
+    return out;
+  const std::vector<const Occurrence*>& occ = occ_it->second;
+  std::vector<const LedgerFact*> recs(pf.firsts.begin() + static_cast<std::ptrdiff_t>(i),
+                                      pf.firsts.begin() + static_cast<std::ptrdiff_t>(e));
+  for (const LedgerFact* l : recs) {
+    const std::string& o = names.name(l->outcome);
+    if (o != "fired" && o != "late" && o != "moved_dst" && o != "skipped_overlap" &&
+        o != "coalesced" && o != "skipped_misfire")
+      return out;
+  }
+  std::sort(recs.begin(), recs.end(),
+            [](const LedgerFact* a, const LedgerFact* b) { return a->from < b->from; });
+  const std::int64_t now_us = recs[0]->store_us;
+  // The client's list is complete up to now (see above).
+  if (cj->recurring && absl::ToUnixMicros(occ.back()->due) <= now_us) return out;
+  // The ledger's records as segments of the client's list.
+  std::vector<Segment> got;
+  for (const LedgerFact* l : recs) {
+    auto by_nominal = [](const Occurrence* o, absl::Time t) { return o->nominal < t; };
+    const auto b = std::lower_bound(occ.begin(), occ.end(), l->from, by_nominal);
+    const auto last = std::lower_bound(occ.begin(), occ.end(), l->through, by_nominal);
+    if (b == occ.end() || (*b)->nominal != l->from || last == occ.end() ||
+        (*last)->nominal != l->through)
+      return out;  // an occurrence the client's schedule does not know
+    const std::string& o = names.name(l->outcome);
+    const Cls c = o == "coalesced"         ? Cls::kCoalesced
+                  : o == "skipped_misfire" ? Cls::kSkipped
+                                           : Cls::kRun;
+    Segment s{static_cast<std::size_t>(b - occ.begin()),
+              static_cast<std::size_t>(last - occ.begin()) + 1, c, l};
+    // Adjacent records of one recorded-only class are one range.
+    if (!got.empty() && c != Cls::kRun && got.back().cls == c && got.back().e == s.b)
+      got.back().e = s.e;
+    else
+      got.push_back(s);
+  }
+  out.judged = true;
+  out.commit = recs[0]->commit;
+  out.now_us = now_us;
+  const MisfireModel m(h, *cj, occ, now_us);
+  const std::size_t i0 = got[0].b;
+  // due: occ[i0] (the entry's own occurrence, whenever it fired) and every
+  // following occurrence with fire time <= now.
+  const auto end_due = std::partition_point(
+      occ.begin() + static_cast<std::ptrdiff_t>(i0) + 1, occ.end(),
+      [&](const Occurrence* o) { return absl::ToUnixMicros(o->due) <= now_us; });
+  const std::size_t n_due = static_cast<std::size_t>(end_due - occ.begin()) - i0;
+  const std::vector<Segment> want = m.rule(i0, n_due, /*capped=*/false);
+  MisfireModel::Difference diff = m.compare(want, got);
+  if (!diff.text.empty() && n_due > kMinMisfireChunk && m.misfired(i0)) {
+    // Capped by a chunk the history does not hold: the one the ledger
+    // implies (run-once and skip: what it covered; catch-up: that plus the
+    // bound it kept), if it is one the store accepts.
+    const std::size_t covered = got.back().e - i0;
+    const std::size_t chunk =
+        cj->policy.misfire == MisfirePolicy::kCatchUp ? covered + cj->policy.catch_up_max : covered;
+    if (chunk >= kMinMisfireChunk && chunk < n_due &&
+        m.compare(m.rule(i0, chunk, /*capped=*/true), got).text.empty())
+      diff = {};
+  }
+  if (diff.text.empty()) {
+    // Run-once: coalesced records name the decision's run when it was
+    // created, and no run when there is none (capped, or refused by the
+    // overlap policy).
+    std::optional<absl::Time> run;
+    for (const LedgerFact* l : recs)
+      if (has_own_run_outcome(names, *l)) run = l->from;
+    for (const LedgerFact* l : recs) {
+      if (!is(names, *l, "coalesced") || l->run_nominal == run) continue;
+      diff.text = absl::StrCat("coalesced record ", time_text(l->from), " names run ",
+                               l->run_nominal ? time_text(*l->run_nominal) : "none",
+                               "; the decision's run is ", run ? time_text(*run) : "none");
+      diff.outcome_only = true;
+      break;
+    }
+  }
+  const JobPolicy& p = cj->policy;
+  if (!diff.text.empty()) {
+    std::size_t misfired = 0;
+    while (misfired < n_due && m.misfired(i0 + misfired)) ++misfired;
+    out.problem = absl::StrCat(
+        "the misfire decision at store time ", us_text(now_us), " (commit #", out.commit,
+        ") breaks the rule of core/kernel/misfire.h: ", diff.text, ". Policy ",
+        misfire_name(p.misfire), ", threshold ", absl::FormatDuration(p.misfire_threshold),
+        p.misfire == MisfirePolicy::kCatchUp ? absl::StrCat(", catch_up_max ", p.catch_up_max)
+                                             : std::string(),
+        "; ", n_due, " occurrences due, ", misfired, " misfired",
+        n_due > kMinMisfireChunk ? " (capping by any chunk considered)" : "",
+        ". The rule: ", m.summary(want), "; the ledger: ", m.summary(got));
+    // A catch-up decision that kept the wrong part of its backlog (skipped
+    // some, then at most one run) is about the bound.
+    bool shaped = p.misfire == MisfirePolicy::kCatchUp && m.misfired(i0) && !diff.outcome_only;
+    for (std::size_t s = 0; s < got.size(); ++s)
+      if (!(got[s].cls == Cls::kSkipped || (got[s].cls == Cls::kRun && s + 1 == got.size())))
+        shaped = false;
+    out.about_bound = shaped;
+  }
+  // Catch-up's rate limit: after a run, a next occurrence that is already
+  // due waits until now + catch_up_spacing.
+  if (p.misfire == MisfirePolicy::kCatchUp && m.misfired(i0) && got.back().cls == Cls::kRun &&
+      got.back().e < i0 + n_due) {
+    out.spaced = true;
+    out.next_nominal = occ[got.back().e]->nominal;
+    out.not_before_us = now_us + absl::ToInt64Microseconds(p.catch_up_spacing);
+  }
+  return out;
 }
 
 }  // namespace
@@ -238,7 +560,9 @@ void ledger_one_outcome(const History& h, const Replay& r, Findings& out) {
   }
 }
 
-// P6: each decision's outcome matches the misfire threshold and the policy.
+// P6: each decision's outcomes match the misfire rule (judge_misfire), or,
+// where its inputs are not all known, each record matches the threshold and
+// the policy.
 void misfire_threshold(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
@@ -246,6 +570,16 @@ void misfire_threshold(const History& h, const Replay& r, Findings& out) {
   for_each_decision(pf.firsts, [&](std::size_t i, std::size_t e) {
     const ClientJob* cj = pf.job({pf.firsts[i]->job, pf.firsts[i]->incarnation});
     if (cj == nullptr) return;
+    // Where the decision's inputs are known, the rule itself judges it
+    // (problems with catch-up's bound are catch-up-bounded's).
+    const MisfireJudgement verdict = judge_misfire(h, r, i, e);
+    if (verdict.judged) {
+      if (!verdict.problem.empty() && !verdict.about_bound)
+        report(h, out, pf.firsts[i]->job, "", verdict.problem);
+      return;
+    }
+    // Otherwise each record on its own: what the rule implies for a single
+    // record whatever the rest of the decision.
     const JobPolicy& p = cj->policy;
     const std::int64_t threshold = absl::ToInt64Microseconds(p.misfire_threshold);
     for (std::size_t j = i; j < e; ++j) {
@@ -283,7 +617,10 @@ void misfire_threshold(const History& h, const Replay& r, Findings& out) {
 
 // P5: catch-up starts at most one late run per spacing within a backlog, and
 // after a catch-up decision about a misfired occurrence at most catch_up_max
-// due occurrences remain undecided (the kept backlog).
+// due occurrences remain undecided (the kept backlog). Where the rule can be
+// judged (judge_misfire), each decision keeps exactly the newest
+// catch_up_max of its due occurrences and runs the oldest of them, and the
+// next decision of a backlog waits catch_up_spacing.
 void catch_up_bounded(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
@@ -292,6 +629,38 @@ void catch_up_bounded(const History& h, const Replay& r, Findings& out) {
   // count, and the store time of each job's latest late run.
   std::map<JobKey, std::map<absl::Time, absl::Time>> covered;
   std::map<JobKey, std::int64_t> last_late_us;
+  // The rule (judge_misfire): each catch-up decision keeps exactly the
+  // bound's newest occurrences of its backlog, and after a run a next
+  // occurrence already due waits catch_up_spacing: that decision comes no
+  // earlier (a lower bound only: when dispatch looks again is not known).
+  std::map<JobKey, MisfireJudgement> spaced;
+  for_each_decision(pf.firsts, [&](std::size_t i, std::size_t e) {
+    const JobKey k{pf.firsts[i]->job, pf.firsts[i]->incarnation};
+    const MisfireJudgement verdict = judge_misfire(h, r, i, e);
+    if (auto prev = spaced.find(k); prev != spaced.end()) {
+      const LedgerFact* first = pf.firsts[i];
+      bool dispatched = true;  // a dispatch decision, not a cancel, pause or trigger
+      for (std::size_t j = i; j < e; ++j) {
+        const LedgerFact& l = *pf.firsts[j];
+        if (l.from < first->from) first = &l;
+        if (is(names, l, "manual") || is(names, l, "cancelled") || is(names, l, "paused"))
+          dispatched = false;
+      }
+      const MisfireJudgement& was = prev->second;
+      if (dispatched && first->from == was.next_nominal && first->store_us < was.not_before_us)
+        report(h, out, k.first, "",
+               absl::StrCat("the catch-up run decided at store time ", us_text(was.now_us),
+                            " (commit #", was.commit, ") left occurrence ",
+                            time_text(was.next_nominal), " due: it waits the spacing, until ",
+                            us_text(was.not_before_us), ", but was decided at ",
+                            us_text(first->store_us), " (commit #", first->commit, ")"));
+      spaced.erase(prev);
+    }
+    if (!verdict.judged) return;
+    if (!verdict.problem.empty() && verdict.about_bound)
+      report(h, out, k.first, "", verdict.problem);
+    if (verdict.spaced) spaced[k] = verdict;
+  });
   for_each_decision(pf.firsts, [&](std::size_t i, std::size_t e) {
     const JobKey k{pf.firsts[i]->job, pf.firsts[i]->incarnation};
     for (std::size_t j = i; j < e; ++j) covered[k][pf.firsts[j]->from] = pf.firsts[j]->through;
