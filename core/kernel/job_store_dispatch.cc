@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/misfire.h"
@@ -31,7 +32,7 @@ absl::Status JobStore::create_run_if_absent(Txn& txn, const RunRecord& run, bool
   // allows.
   write_run(txn, existing, run, existing ? Legality::kPlantedBug : Legality::kChecked);
   out->dispatched.push_back(run);
-  out->events.push_back(run_event("run.dispatched", run)
+  out->events.push_back(run_event(event_kinds::kRunDispatched, run)
                             .with("due", run.due_at)
                             .with("kind", std::string(to_string(run.kind)))
                             .with("state", std::string(to_string(run.state)))
@@ -48,7 +49,7 @@ absl::Status JobStore::put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& 
   if (txn.get(key)) return absl::OkStatus();  // already recorded (idempotent)
   txn.put(key, encode(rec));
   ++job.ledger_count;
-  events.push_back(ledger_event("ledger.recorded", job.spec.id, rec));
+  events.push_back(ledger_event(event_kinds::kLedgerRecorded, job.spec.id, rec));
   return absl::OkStatus();
 }
 
@@ -242,7 +243,7 @@ absl::Status JobStore::dispatch_entry(Txn& txn, std::uint32_t shard, const std::
   KAIROS_ASSIGN_OR_RETURN(std::uint64_t fired, apply_misfire(txn, shard, job, in, d, due_at, out));
   if (d.misfire) {
     Event decision;
-    decision.kind = "misfire.decided";
+    decision.kind = event_kinds::kMisfireDecided;
     decision.with("job", job.spec.id)
         .with("incarnation", job.incarnation)
         .with("nominal", first.nominal)
@@ -332,7 +333,7 @@ absl::Status JobStore::prune(Txn& txn, JobRecord& job, std::vector<Event>& event
   }
   if (pruned > 0) {
     Event e;
-    e.kind = "ledger.pruned";
+    e.kind = event_kinds::kLedgerPruned;
     e.with("job", job.spec.id).with("count", pruned).with("remaining", job.ledger_count);
     events.push_back(std::move(e));
   }

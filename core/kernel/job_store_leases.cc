@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/run_lifecycle.h"
@@ -56,7 +57,7 @@ absl::Status JobStore::lapse(Txn& txn, RunRecord& run, absl::Time now, std::stri
   KAIROS_RETURN_IF_ERROR(
       requeue_or_fail(txn, run, now, AttemptEnd::kLapsed, job->spec.policy.max_attempts, events));
   KAIROS_CHECK(run.state == RunState::kReady || run.state == RunState::kFailed);
-  Event e = run_event("run.lease_lapsed", run)
+  Event e = run_event(event_kinds::kRunLeaseLapsed, run)
                 .with("worker", owner)
                 .with("lapsed_token", token)
                 .with("expiry", expiry)
@@ -133,7 +134,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
     KAIROS_CHECK(run->state == RunState::kLeased && run->lease_expiry > now);
     KAIROS_CHECK_MSG(grant.reused || run->token == grant.high_water,
                      "a grant carries the job's token high-water mark");
-    out->events.push_back(run_event("run.claimed", *run)
+    out->events.push_back(run_event(event_kinds::kRunClaimed, *run)
                               .with("worker", args.worker)
                               .with("lease_expiry", run->lease_expiry)
                               .with("priority", static_cast<std::int64_t>(run->priority))
@@ -199,7 +200,7 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
     } else if (token_refused(run->token, item.token)) {
       v.verdict = WriteVerdict::kStaleToken;
       v.reason = absl::StrCat("stale token ", item.token, "; current token is ", run->token);
-      out->events.push_back(run_event("write.rejected_stale_token", *run)
+      out->events.push_back(run_event(event_kinds::kWriteRejectedStaleToken, *run)
                                 .with("worker", std::string(worker))
                                 .with("stale_token", item.token)
                                 .with("op", std::string("renew")));
@@ -218,7 +219,7 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
       write_run(txn, old, *run);
       v.verdict = WriteVerdict::kAccepted;
       v.lease_expiry = run->lease_expiry;
-      out->events.push_back(run_event("run.renewed", *run)
+      out->events.push_back(run_event(event_kinds::kRunRenewed, *run)
                                 .with("worker", std::string(worker))
                                 .with("lease_expiry", run->lease_expiry));
     }
@@ -259,7 +260,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
     } else if (token_refused(run->token, item.token)) {
       v.verdict = WriteVerdict::kStaleToken;
       v.reason = absl::StrCat("stale token ", item.token, "; current token is ", run->token);
-      out->events.push_back(run_event("write.rejected_stale_token", *run)
+      out->events.push_back(run_event(event_kinds::kWriteRejectedStaleToken, *run)
                                 .with("worker", std::string(worker))
                                 .with("stale_token", item.token)
                                 .with("op", std::string("complete")));
@@ -269,7 +270,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       v.reason = absl::StrCat(
           "run is ", absl_sv(to_string(run->state)),
           run->state == RunState::kReady ? " (its lease lapsed and it was re-queued)" : "");
-      out->events.push_back(run_event("write.rejected_stale_token", *run)
+      out->events.push_back(run_event(event_kinds::kWriteRejectedStaleToken, *run)
                                 .with("worker", std::string(worker))
                                 .with("stale_token", item.token)
                                 .with("op", std::string("complete")));
@@ -292,7 +293,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
         KAIROS_RETURN_IF_ERROR(
             requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events, legality));
         v.verdict = WriteVerdict::kAccepted;
-        out->events.push_back(run_event("run.released", *run)
+        out->events.push_back(run_event(event_kinds::kRunReleased, *run)
                                   .with("worker", std::string(worker))
                                   .with("state", std::string(to_string(run->state))));
         out->verdicts.push_back(std::move(v));
@@ -319,7 +320,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
         KAIROS_CHECK(run->ready_at >= now && run->attempt == failed + 1);
         write_run(txn, old, *run, legality);
         out->events.push_back(
-            run_event("run.retry_scheduled", *run)
+            run_event(event_kinds::kRunRetryScheduled, *run)
                 .with("worker", std::string(worker))
                 .with("failed_attempt", static_cast<std::uint64_t>(failed))
                 .with("status", static_cast<std::uint64_t>(item.outcome))

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/node_support.h"
 
@@ -74,7 +75,7 @@ void SchedulerNode::start() {
     if (*alive) on_message(from, bytes);
   });
   Event e;
-  e.kind = "node.started";
+  e.kind = event_kinds::kNodeStarted;
   record(std::move(e));
   tick_timer_ = timers_.after(absl::ZeroDuration(), [this, alive] {
     if (!*alive) return;
@@ -196,7 +197,7 @@ void SchedulerNode::tick() {
             tick();
           } else if (r.outcome == CommitOutcome::kAborted) {
             Event e;
-            e.kind = "node.init_failed";
+            e.kind = event_kinds::kNodeInitFailed;
             e.with("error", std::string(r.status.message()));
             record(std::move(e));
           }
@@ -243,7 +244,7 @@ void SchedulerNode::probe_clock() {
         if (skewed == clock_skewed_) return;
         clock_skewed_ = skewed;
         Event e;
-        e.kind = skewed ? "node.clock_skew" : "node.clock_ok";
+        e.kind = skewed ? event_kinds::kNodeClockSkew : event_kinds::kNodeClockOk;
         e.with("offset", offset)
             .with("bound", bound)
             .with("rtt", received - sent)
@@ -259,7 +260,7 @@ void SchedulerNode::lose_leadership(std::uint32_t shard, std::string_view reason
   ShardState& st = shards_[shard];
   if (!st.leader) return;
   Event e;
-  e.kind = "leader.lost";
+  e.kind = event_kinds::kLeaderLost;
   e.with("shard", static_cast<std::uint64_t>(shard))
       .with("epoch", st.epoch)
       .with("reason", std::string(reason));
@@ -345,7 +346,7 @@ void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
                                    const absl::Status& status) {
   KAIROS_CHECK(shard < shards_.size());
   Event e;
-  e.kind = "write.rejected_stale_epoch";
+  e.kind = event_kinds::kWriteRejectedStaleEpoch;
   e.with("shard", static_cast<std::uint64_t>(shard))
       .with("epoch", shards_[shard].epoch)
       .with("op", std::string(op))
@@ -358,7 +359,7 @@ void SchedulerNode::on_failed(std::uint32_t shard, std::string_view op,
                               const absl::Status& status) {
   ++health_.failed_txns;
   Event e;
-  e.kind = "txn.failed";
+  e.kind = event_kinds::kTxnFailed;
   e.with("shard", static_cast<std::uint64_t>(shard))
       .with("op", std::string(op))
       .with("code", std::string(absl::StatusCodeToString(status.code())))
@@ -374,7 +375,7 @@ void SchedulerNode::on_undecodable(std::uint32_t shard, std::string_view op,
   health_.reason = absl::StrCat("undecodable record \"", absl::CHexEscape(bad.key), "\" (job ",
                                 absl::CHexEscape(bad.job_id), "): ", bad.error);
   Event e;
-  e.kind = "record.undecodable";
+  e.kind = event_kinds::kRecordUndecodable;
   e.with("shard", static_cast<std::uint64_t>(shard))
       .with("op", std::string(op))
       .with("job", bad.job_id)
@@ -534,7 +535,7 @@ void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
   if (!decoded.ok()) {
     metrics_.counter("kairos_wire_malformed_total").add();
     Event e;
-    e.kind = "wire.malformed";
+    e.kind = event_kinds::kWireMalformed;
     e.with("peer", static_cast<std::uint64_t>(from))
         .with("error", std::string(decoded.status().message()));
     record(std::move(e));

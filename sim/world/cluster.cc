@@ -7,7 +7,9 @@
 #include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 #include "core/kernel/keyspace.h"
+#include "sim/scenario/client_events.h"
 #include "sim/world/kernel_nodes.h"
 
 namespace kairos::sim {
@@ -45,7 +47,8 @@ class Cluster::NodeLog final : public EventLog {
     World& w = c_.world_;
     w.note_digest(node_, event_digest(event), w.tracing() ? format_event(event) : std::string());
     c_.on_event(event);
-    if (c_.keep_events_ || event.kind.substr(0, 7) == "client.")
+    if (c_.keep_events_ ||
+        event.kind.substr(0, client_events::kPrefix.size()) == client_events::kPrefix)
       c_.events_.push_back({w.now(), node_, std::move(event)});
   }
 
@@ -241,63 +244,63 @@ void Cluster::on_event(const Event& e) {
     const auto* v = e.find(name);
     return v && std::get_if<std::string>(v) ? std::get<std::string>(*v) : std::string();
   };
-  if (k == "run.lease_lapsed") {
+  if (k == event_kinds::kRunLeaseLapsed) {
     world_.mark("kernel.lease-lapsed");
     // Stolen after a pause: the lapsed holder was paused during its lease.
     const NodeId holder = world_.find_node(field("worker"));
     if (holder != kWorldNode &&
         paused_until_[holder] + scenario_.timing.lease + scenario_.timing.poll >= world_.now())
       world_.mark("kernel.lease-stolen-after-pause");
-  } else if (k == "write.rejected_stale_token") {
+  } else if (k == event_kinds::kWriteRejectedStaleToken) {
     world_.mark(field("op") == "renew" ? "kernel.stale-renewal-rejected"
                                        : "kernel.stale-completion-rejected");
-  } else if (k == "write.rejected_stale_epoch") {
+  } else if (k == event_kinds::kWriteRejectedStaleEpoch) {
     world_.mark("kernel.stale-epoch-rejected");
-  } else if (k == "leader.acquired") {
+  } else if (k == event_kinds::kLeaderAcquired) {
     const std::string previous = field("previous");
     if (!previous.empty() && previous != field("node")) world_.mark("kernel.leader-failover");
-  } else if (k == "run.released") {
+  } else if (k == event_kinds::kRunReleased) {
     world_.mark("kernel.run-released");
-  } else if (k == "run.cancelled") {
+  } else if (k == event_kinds::kRunCancelled) {
     world_.mark("kernel.ready-run-withdrawn");
-  } else if (k == "worker.lease_deadline") {
+  } else if (k == event_kinds::kWorkerLeaseDeadline) {
     world_.mark("worker.stopped-at-lease-deadline");
-  } else if (k == "worker.lease_lost") {
+  } else if (k == event_kinds::kWorkerLeaseLost) {
     world_.mark("worker.lease-lost");
-  } else if (k == "misfire.decided") {  // issue 6: each policy decision was exercised
+  } else if (k == event_kinds::kMisfireDecided) {  // issue 6: each policy decision was exercised
     world_.mark(absl::StrCat("policy.misfire-", field("policy")));
-  } else if (k == "ledger.recorded") {
+  } else if (k == event_kinds::kLedgerRecorded) {
     const std::string outcome = field("outcome");
     if (outcome == "skipped_overlap" || outcome == "paused" || outcome == "coalesced" ||
         outcome == "late" || outcome == "skipped_misfire")
       world_.mark(absl::StrCat("policy.ledger-", outcome));
     else if (outcome == "cancelled")
       world_.mark("policy.ledger-cancelled-before-dispatch");
-  } else if (k == "run.dispatched") {
+  } else if (k == event_kinds::kRunDispatched) {
     if (field("state") == "waiting") world_.mark("policy.overlap-queued");
-  } else if (k == "run.promoted") {
+  } else if (k == event_kinds::kRunPromoted) {
     world_.mark("policy.queued-run-promoted");
-  } else if (k == "run.retry_scheduled") {
+  } else if (k == event_kinds::kRunRetryScheduled) {
     world_.mark("policy.retry-scheduled");
-  } else if (k == "run.completed") {
+  } else if (k == event_kinds::kRunCompleted) {
     const auto* attempt = e.find("attempt");
     if (field("outcome") == "failed" && attempt && std::get_if<std::uint64_t>(attempt) &&
         std::get<std::uint64_t>(*attempt) > 1)
       world_.mark("policy.failed-after-retries");
-  } else if (k == "run.claimed") {
+  } else if (k == event_kinds::kRunClaimed) {
     const auto* waited = e.find("waited");
     if (waited && std::get_if<absl::Duration>(waited) &&
         std::get<absl::Duration>(*waited) >= starvation_bound_)
       world_.mark("policy.starved-run-served");
-  } else if (k == "job.triggered") {
+  } else if (k == event_kinds::kJobTriggered) {
     world_.mark("policy.manual-run");
-  } else if (k == "job.resumed") {
+  } else if (k == event_kinds::kJobResumed) {
     world_.mark("policy.resumed");
-  } else if (k == "job.updated") {
+  } else if (k == event_kinds::kJobUpdated) {
     const auto* changed = e.find("schedule_changed");
     if (changed && std::get_if<std::uint64_t>(changed) && std::get<std::uint64_t>(*changed) != 0)
       world_.mark("policy.rescheduled");
-  } else if (k == "node.clock_skew") {
+  } else if (k == event_kinds::kNodeClockSkew) {
     world_.mark("kernel.clock-skew-fenced");
   }
 }
