@@ -265,6 +265,16 @@ absl::StatusOr<Message> decode_error(ByteReader& r) {
   return Message(std::move(m));
 }
 
+// RenewResponse and CompleteResponse share one shape: the request id, then
+// one verdict per item of the request.
+template <typename Response>
+absl::StatusOr<Message> decode_verdict_response(ByteReader& r, std::string_view name) {
+  Response x;
+  WIRE_READ(x.request_id, r.u64("request_id"), absl::StrCat("wire: ", absl_sv(name)));
+  KAIROS_ASSIGN_OR_RETURN(x.results, get_verdicts(r, name));
+  return Message(std::move(x));
+}
+
 #undef WIRE_READ
 
 }  // namespace
@@ -328,46 +338,18 @@ absl::StatusOr<Message> decode(std::string_view frame) {
       m = decode_renew_request(r);
       name = "renew_request";
       break;
-    case MessageType::kRenewResponse: {
-      RenewResponse x;
+    case MessageType::kRenewResponse:
+      m = decode_verdict_response<RenewResponse>(r, "renew_response");
       name = "renew_response";
-      auto id = r.u64("request_id");
-      if (!id.ok()) {
-        m = prefix(id.status(), "wire: renew_response");
-        break;
-      }
-      x.request_id = *id;
-      auto v = get_verdicts(r, name);
-      if (!v.ok()) {
-        m = v.status();
-        break;
-      }
-      x.results = std::move(*v);
-      m = Message(std::move(x));
       break;
-    }
     case MessageType::kCompleteRequest:
       m = decode_complete_request(r);
       name = "complete_request";
       break;
-    case MessageType::kCompleteResponse: {
-      CompleteResponse x;
+    case MessageType::kCompleteResponse:
+      m = decode_verdict_response<CompleteResponse>(r, "complete_response");
       name = "complete_response";
-      auto id = r.u64("request_id");
-      if (!id.ok()) {
-        m = prefix(id.status(), "wire: complete_response");
-        break;
-      }
-      x.request_id = *id;
-      auto v = get_verdicts(r, name);
-      if (!v.ok()) {
-        m = v.status();
-        break;
-      }
-      x.results = std::move(*v);
-      m = Message(std::move(x));
       break;
-    }
     case MessageType::kError:
       m = decode_error(r);
       name = "error";
