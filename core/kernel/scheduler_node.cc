@@ -787,7 +787,7 @@ void SchedulerNode::cancel_job(std::string id,
 }
 
 // ---------------------------------------------------------------------------
-// Job control (issue 6).
+// Job control.
 
 template <typename R>
 void SchedulerNode::run_control(std::string_view op, std::function<absl::Status(Txn&, R*)> body,

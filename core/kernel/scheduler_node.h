@@ -112,7 +112,7 @@ struct SchedulerNodeConfig {
   PlantedBugs bugs;
   // Policy knobs of the store bodies (ledger retention, starvation bound).
   PolicyOptions policy;
-  // Clock sanity (issue 6): each tick the node reads the store's clock in a
+  // Clock sanity: each tick the node reads the store's clock in a
   // read-only transaction; when Txn::now() falls outside
   // [sent - max_clock_skew, received + max_clock_skew] (node clock, so the
   // round trip is allowed for) the node stops leading and claiming, records
@@ -150,7 +150,7 @@ class SchedulerNode {
   void list_jobs(std::string page_token, std::size_t limit,
                  std::function<void(absl::StatusOr<ListResult>)> done);
   void cancel_job(std::string id, std::function<void(absl::StatusOr<CancelResult>)> done);
-  // Issue 6: job control, same style (definite outcome or an error; retrying
+  // Job control, same style (definite outcome or an error; retrying
   // the same request is safe: every body is idempotent).
   void list_jobs(std::string page_token, std::size_t limit, JobFilter filter,
                  std::function<void(absl::StatusOr<ListResult>)> done);

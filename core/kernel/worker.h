@@ -15,7 +15,7 @@
 // newer token. A renewal rejected with a stale token stops the run the same
 // way.
 //
-// Run timeout (issue 6). Separately, the job's own timeout bounds the run:
+// Run timeout. Separately, the job's own timeout bounds the run:
 // the worker stops it at  start + timeout  (its own clock; the Runner is also
 // given that deadline) and reports kTimedOut, which the retry policy treats as
 // a failure. So a run ends by min(lease deadline, start + timeout).
@@ -101,7 +101,7 @@ class Worker {
     absl::Duration lease_ttl;
     std::optional<TimerId> deadline_timer;
     bool lost = false;  // stopped by deadline or rejected renewal: report nothing
-    // Per-run timeout (issue 6), separate from the lease: at start + the
+    // Per-run timeout, separate from the lease: at start + the
     // job's timeout the worker stops the run and reports kTimedOut.
     std::optional<TimerId> timeout_timer;
     bool timed_out = false;

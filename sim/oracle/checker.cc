@@ -285,7 +285,7 @@ void occurrences_complete(const History& h, const Replay& r, Findings& out) {
   auto report = [&](std::string job, std::string key, std::string detail) {
     out.add({"", std::move(job), std::move(key), std::move(detail), {}});
   };
-  // Recorded policy decisions (issue 6's ledger) by (job, incarnation).
+  // Recorded policy decisions (the occurrence ledger) by (job, incarnation).
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<const LedgerFact*>> ledger;
   for (const auto& l : h.facts->ledger())
     if (l.commit == LedgerFact::kFromEvent || !lost(h, l.commit))

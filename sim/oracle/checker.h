@@ -6,7 +6,7 @@
 // Each invariant is a rule (a function) over the facts of one replay, under a
 // stable name from the one table sim/oracle/invariant_names.h (used by
 // `ignore NAME` in scenario files and in violation reports);
-// docs/SIMULATION.md, "Invariants", maps them to the numbering of issue 5 and
+// docs/SIMULATION.md, "Invariants", gives their numbers and
 // states each bound. The store facts are replayed once per check, in commit
 // order, skipping commits a store crash rolled back (sim/oracle/replay.h); the
 // replay tracks state and judges nothing, the rules judge and track nothing
@@ -41,7 +41,7 @@ class Invariant {
   using Rule = void (*)(const History& history, const Replay& replay, Findings& out);
   Invariant(InvariantInfo info, Rule rule) : info_(info), rule_(rule) {}
   std::string_view name() const { return info_.name; }
-  // One line: what must hold, with its number in issue 5.
+  // One line: what must hold, with its number in docs/SIMULATION.md.
   std::string_view description() const { return info_.description; }
   void check(const History& history, const Replay& replay, Findings& out) const {
     rule_(history, replay, out);

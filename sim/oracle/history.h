@@ -63,7 +63,7 @@ struct RunFact {
   std::int64_t store_us = 0;  // Txn::now() of the commit
   std::int64_t due_us = 0;
   std::int64_t lease_expiry_us = 0;
-  // Issue 6: what the policy invariants read.
+  // What the policy invariants read.
   std::int64_t ready_us = 0;  // RunRecord::ready_at (claimable from; retries: end of backoff)
   std::int8_t priority = 0;
   bool manual = false;                         // RunKind::kManual
@@ -95,7 +95,7 @@ struct WriteFact {
 std::string_view to_string(WriteFact::Kind kind);
 
 // A recorded policy decision about occurrences [from, through] of a job
-// (issue 6's ledger): fired or coalesced into the run at `run_nominal`, or
+// (the occurrence ledger): fired or coalesced into the run at `run_nominal`, or
 // decided without a run (skipped, paused, ...). From a "ledger.recorded"
 // event, or from a ledger record (H|id|nominal|inc) written by a commit,
 // which survives a lost reply.
@@ -149,7 +149,7 @@ struct Occurrence {
 };
 
 // What the client knows of one job it created (the checker's ground truth
-// for the policy invariants of issue 6): the incarnation and store-clock
+// for the policy invariants): the incarnation and store-clock
 // creation time create_job answered, the policy it asked for (the workload
 // never changes a policy after creation), and the longest one attempt of the
 // job can execute (its simulated duration range, capped by its timeout).

@@ -1,4 +1,4 @@
-// The policy invariants of issue 6 (docs/SIMULATION.md, "Invariants"),
+// The policy invariants (docs/SIMULATION.md, "Invariants"),
 // judged from the store facts and what the client was told, never from the
 // kernel's events:
 //   ledger-one-outcome   every occurrence has exactly one ledger outcome

@@ -195,7 +195,7 @@ Replay replay_history(const History& h);
 // One line describing a run fact, for evidence.
 std::string fact_text(const History& h, const RunFact& f);
 
-// The policy invariants of issue 6 (sim/oracle/policy_checks.cc), rules over
+// The policy invariants (sim/oracle/policy_checks.cc), rules over
 // Replay::policy.
 void ledger_one_outcome(const History& h, const Replay& r, Findings& out);
 void attempts_bounded(const History& h, const Replay& r, Findings& out);

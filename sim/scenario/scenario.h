@@ -16,7 +16,7 @@
 // one entry of one table (scenario_directives()), its parse and its format
 // side by side.
 //
-// Job lines carry the job policy of issue 6 and a per-job run profile as
+// Job lines carry the job policy and a per-job run profile as
 // attributes (`misfire=catch-up catch-up-max=5 run=20s..40s fail=300`);
 // each is range-checked, and the whole job is then put through the kernel's
 // validate_job_spec(), so a scenario the kernel would refuse does not parse.
@@ -65,7 +65,7 @@ struct ClockSpec {
   friend bool operator==(const ClockSpec&, const ClockSpec&) = default;
 };
 
-// One `job` line: `count` jobs of one kind, with the policy (issue 6,
+// One `job` line: `count` jobs of one kind, with the policy (
 // docs/POLICIES.md) and the simulated execution profile they share.
 struct JobSpec {
   enum class Kind : std::uint8_t { kCron, kOnce, kInterval };
@@ -102,7 +102,7 @@ struct CancelSpec {
   friend bool operator==(const CancelSpec&, const CancelSpec&) = default;
 };
 
-// A job-control directive (issue 6): `pause`, `reschedule` or `trigger` of
+// A job-control directive: `pause`, `reschedule` or `trigger` of
 // `count` distinct recurring jobs at `at` (since the start), chosen among the
 // jobs of job line `job` (1-based) or, when 0, among all recurring jobs.
 struct ControlSpec {

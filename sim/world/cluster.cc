@@ -267,7 +267,7 @@ void Cluster::on_event(const Event& e) {
     world_.mark("worker.stopped-at-lease-deadline");
   } else if (k == event_kinds::kWorkerLeaseLost) {
     world_.mark("worker.lease-lost");
-  } else if (k == event_kinds::kMisfireDecided) {  // issue 6: each policy decision was exercised
+  } else if (k == event_kinds::kMisfireDecided) {  // each policy decision was exercised
     world_.mark(absl::StrCat("policy.misfire-", field("policy")));
   } else if (k == event_kinds::kLedgerRecorded) {
     const std::string outcome = field("outcome");

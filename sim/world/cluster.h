@@ -116,7 +116,7 @@ inline constexpr std::string_view kRequiredMarks[] = {
     "crash-point.effect-before-complete",
     "crash-point.complete-after-commit-before-ack",
     "crash-point.leader-after-elect",
-    // Issue 6: every policy decision and job control operation is exercised.
+    // Every policy decision and job control operation is exercised.
     "policy.misfire-run-once",
     "policy.misfire-catch-up",
     "policy.misfire-skip",

@@ -71,7 +71,7 @@ class CrashPoints {
 
 // The planted bugs the checker must catch within 50 swarm seeds
 // (tests/sim/oracle/planted_bugs_test.cc, scripts/sim-ci.sh): the seven safety
-// bugs of issue 5 and the three policy bugs of issue 6 -- every bug of
+// bugs and the three policy bugs -- every bug of
 // core/kernel/planted_bugs.h. `invariant` names the invariant written for it; for
 // the safety bugs several invariants may fire first, so it is empty.
 struct PlantedBugCheck {
@@ -90,8 +90,8 @@ inline constexpr PlantedBugCheck kCaughtBugs[] = {{"ignore-fencing", ""},
                                                   {"retry-without-backoff", "retry-backoff"}};
 
 // The base of `kairos-sim --swarm` without --scenario: 30 minutes of
-// interval, cron (in a DST zone) and one-off jobs under every policy of
-// issue 6 (slow jobs under each overlap policy, failing jobs with retries,
+// interval, cron (in a DST zone) and one-off jobs under every job policy
+// (slow jobs under each overlap policy, failing jobs with retries,
 // catch-up with a small bound, a priority spread), two cancels, a
 // pause/resume, a reschedule and triggers.
 Scenario default_swarm_base();

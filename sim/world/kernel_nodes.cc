@@ -73,7 +73,7 @@ Bounds timeliness_bounds(const Scenario& s) {
   if (s.runner.hang_permille != 0 || job > s.timing.job_timeout) job = s.timing.job_timeout;
   b.attempt_overhead = b.start + l.rpc_timeout + w.retry_backoff_max + rtt + n.retry_backoff_max;
   const absl::Duration attempt = b.attempt_overhead + job;
-  // Failed attempts may be retried (the job's retry policy, issue 6): each
+  // Failed attempts may be retried (the job's retry policy): each
   // retry waits its backoff and runs again.
   const JobPolicy policy;  // the workload's jobs use the default backoff
   absl::Duration retries = absl::ZeroDuration();

@@ -119,7 +119,7 @@ struct Sut {
       if (job.state != JobState::kActive) continue;
       auto sched = Schedule::compile(job.spec.schedule, job.spec.id);
       RC_ASSERT(sched.ok());
-      // Issue 6: an occurrence may be skipped or coalesced by a policy, so
+      // An occurrence may be skipped or coalesced by a policy, so
       // gap-free now means: every occurrence before the due entry has exactly
       // one ledger record, and one that says it fired has its run.
       std::map<absl::Time, int> covered;

@@ -116,7 +116,7 @@ TEST_F(JobStoreTest, ListPagesByKey) {
 }
 
 TEST_F(JobStoreTest, DispatchCreatesRunAndAdvancesTheDueEntryAtomically) {
-  // Issue 6: a 10-minute misfire threshold keeps the 3-minute lag below a
+  // A 10-minute misfire threshold keeps the 3-minute lag below a
   // misfire, so each occurrence fires on its own (tests/policy covers misfires
   // and overlap).
   JobSpec spec = interval_job("a");

@@ -95,7 +95,7 @@ TEST_P(FaultyPipeline, EveryOccurrenceRunsAndTokensFence) {
   tw.worker.start();
   int created = 0;
   for (int i = 0; i < 4; ++i) {
-    // Issue 6: overlap `allow` and a long misfire threshold, so a run slowed
+    // Overlap `allow` and a long misfire threshold, so a run slowed
     // by faults neither skips nor coalesces the next occurrence (the policy
     // defaults are tested in tests/policy).
     JobSpec spec = interval_job("job" + std::to_string(i));
@@ -169,7 +169,7 @@ TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
   b.start();
   std::optional<absl::StatusOr<CreateResult>> got;
   JobSpec spec = interval_job("j", absl::Seconds(10), T0() + absl::Seconds(20));
-  spec.policy.overlap = OverlapPolicy::kAllow;  // issue 6: no worker runs them
+  spec.policy.overlap = OverlapPolicy::kAllow;  // no worker runs them
   spec.policy.max_concurrent = 100;
   b.create_job(spec, [&](auto r) { got = r; });
   stepper.run(absl::Milliseconds(3500));  // a renewed at 5.05s (2.525s by its clock)

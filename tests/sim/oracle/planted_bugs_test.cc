@@ -1,5 +1,5 @@
 // Proves the checker can fail: each planted bug (kCaughtBugs: the safety bugs
-// of issue 5 and the policy bugs of issue 6) is caught by the swarm within 50
+// and the policy bugs) is caught by the swarm within 50
 // seeds (as `kairos-sim --swarm --runs 50 --inject-bug=NAME` is) -- a policy
 // bug by the invariant written for it -- and the seeds up to the catching one
 // pass without the switch. The search stops at the first violation.

@@ -1,4 +1,4 @@
-// The policy invariants of issue 6 (sim/oracle/policy_checks.cc) on hand-made
+// The policy invariants (sim/oracle/policy_checks.cc) on hand-made
 // histories: each fires on the violation it is written for, and a history
 // that follows the policies passes. (That the swarm catches the planted
 // policy bugs is tests/sim/oracle/planted_bugs_test.cc.)
