@@ -25,6 +25,7 @@
 #include "prod/runners/job_records.h"
 #include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
+#include "tests/support/shim_runner.h"
 
 namespace kairos {
 namespace {
@@ -119,25 +120,9 @@ TEST(JobGroupRecordsV2, StrictParsing) {
 }
 
 RunRequest request(const Clock& clock, std::vector<std::string> argv) {
-  RunRequest r;
-  r.job_id = "job-1";
-  r.incarnation = 2;
-  r.nominal_time = kNominal + absl::Microseconds(1500);
-  r.attempt = 3;
-  r.fencing_token = 42;
-  r.idempotency_key = idempotency_key(RunId{r.job_id, r.incarnation, r.nominal_time});
-  r.payload = CommandPayload{std::move(argv), {}, {}};
-  r.deadline = clock.now() + absl::Minutes(5);
-  return r;
+  return test_support::shim_request(clock, std::move(argv), kNominal + absl::Microseconds(1500), 3);
 }
-
-ProcessRunnerOptions shim_options(const std::string& records) {
-  ProcessRunnerOptions o;
-  o.kill_grace = absl::Milliseconds(500);
-  o.job_shim = KAIROS_BINARY;
-  o.record_dir = records;
-  return o;
-}
+using test_support::shim_options;
 
 TEST(JobGroupRecordsV2, TheShimRecordsTheRunFromTheRunnersVariables) {
   const std::string records = temp_dir();

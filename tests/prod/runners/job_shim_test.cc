@@ -38,6 +38,7 @@
 #include "prod/runners/job_records.h"
 #include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
+#include "tests/support/shim_runner.h"
 
 extern char** environ;
 
@@ -100,25 +101,10 @@ std::vector<pid_t> pids_in(const std::string& line) {
 }
 
 RunRequest request(const Clock& clock, std::vector<std::string> argv) {
-  RunRequest r;
-  r.job_id = "job-1";
-  r.incarnation = 2;
-  r.nominal_time = absl::FromUnixSeconds(1'767'225'600);
-  r.attempt = 1;
-  r.fencing_token = 42;
-  r.idempotency_key = idempotency_key(RunId{r.job_id, r.incarnation, r.nominal_time});
-  r.payload = CommandPayload{std::move(argv), {}, {}};
-  r.deadline = clock.now() + absl::Minutes(5);
-  return r;
+  return test_support::shim_request(clock, std::move(argv), absl::FromUnixSeconds(1'767'225'600),
+                                    1);
 }
-
-ProcessRunnerOptions shim_options(const std::string& records) {
-  ProcessRunnerOptions o;
-  o.kill_grace = absl::Milliseconds(500);
-  o.job_shim = KAIROS_BINARY;
-  o.record_dir = records;
-  return o;
-}
+using test_support::shim_options;
 
 // A pipe whose write end sits at kReportFd (inherited by jobs); returns the
 // read end.
