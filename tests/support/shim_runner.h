@@ -4,7 +4,11 @@
 // KAIROS_BINARY (the path of the built `kairos`).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +20,21 @@
 #include "prod/runners/process_runner.h"
 
 namespace kairos::test_support {
+
+// A new directory under /tmp named after `prefix` (the test removes it).
+inline std::string temp_dir(const std::string& prefix) {
+  std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  return tmpl;
+}
+
+// The names of the entries of `dir`, in directory order.
+inline std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  return out;
+}
 
 // Run `argv` as attempt `attempt` of job-1 (incarnation 2) at `nominal`,
 // with fencing token 42 and a deadline five minutes from now.

@@ -32,18 +32,9 @@ namespace {
 
 constexpr auto kBound = std::chrono::seconds(30);
 
-std::string temp_dir() {
-  char tmpl[] = "/tmp/kairos-records-test-XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl), nullptr);
-  return tmpl;
-}
+std::string temp_dir() { return test_support::temp_dir("kairos-records-test"); }
 
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  return out;
-}
+using test_support::entries;
 
 const absl::Time kNominal = absl::FromUnixSeconds(1'767'225'600);  // 2026-01-01T00:00:00Z
 

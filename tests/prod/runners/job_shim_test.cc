@@ -49,18 +49,9 @@ constexpr auto kBound = std::chrono::seconds(30);
 constexpr int kBoundMs = 30'000;
 constexpr int kReportFd = 9;  // where test jobs write the pids they start
 
-std::string temp_dir() {
-  char tmpl[] = "/tmp/kairos-shim-test-XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl), nullptr);
-  return tmpl;
-}
+std::string temp_dir() { return test_support::temp_dir("kairos-shim-test"); }
 
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  return out;
-}
+using test_support::entries;
 
 // Blocks until `pid` has exited (zombie or reaped), at most the bound.
 bool exits_within_bound(pid_t pid) {

@@ -29,6 +29,7 @@
 #include "prod/runtime/asio_runtime.h"
 #include "prod/store/lmdb_storage.h"
 #include "tests/conformance/storage_harness.h"
+#include "tests/support/lmdb_rig.h"
 
 namespace kairos {
 namespace {
@@ -38,38 +39,7 @@ using storage_test::TempDir;
 
 constexpr std::size_t kPage = 4096;
 
-// One store on its own io_context, driven synchronously.
-class Rig {
- public:
-  explicit Rig(LmdbOptions options) : options_(std::move(options)) {}
-  ~Rig() { close(); }
-  absl::Status open() {
-    auto s = LmdbStorage::Open(options_, clock_, timers_);
-    if (!s.ok()) return s.status();
-    store_ = std::move(s).value();
-    return absl::OkStatus();
-  }
-  void close() {
-    store_.reset();
-    io_.poll();
-  }
-  TxnResult run(TxnBody body, TxnMode mode = TxnMode::kReadWrite) {
-    std::optional<TxnResult> result;
-    store_->transact(
-        std::move(body), [&](TxnResult r) { result = std::move(r); }, mode);
-    while (!result) io_.run_one_for(std::chrono::seconds(60));
-    return *result;
-  }
-
- private:
-  LmdbOptions options_;
-  ManualClock clock_;
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
-      boost::asio::make_work_guard(io_);
-  AsioTimers timers_{io_};
-  std::unique_ptr<LmdbStorage> store_;
-};
+using Rig = test_support::LmdbRig;
 
 LmdbOptions at(const std::string& path) {
   LmdbOptions o;
