@@ -259,6 +259,7 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
   req.attempt = grant.attempt;
   req.fencing_token = grant.token;
   req.idempotency_key = idempotency_key(id);
+  req.run_id = req.idempotency_key;
   req.payload = grant.payload;
   req.deadline = now + grant.timeout;
   const std::uint64_t token = grant.token;

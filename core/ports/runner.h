@@ -82,6 +82,7 @@
 // loop; nothing here is thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -100,6 +101,15 @@ struct RunRequest {
   std::string idempotency_key;  // (job id, incarnation, nominal time), encoded
   Payload payload;
   absl::Time deadline;  // worker clock: the adapter stops the attempt by then
+  // How late the occurrence fired (dispatch time minus its fire time; zero
+  // when on time and for manual runs) and how many nominal occurrences this
+  // run stands for (more than 1 when run-once folded a backlog into it). A
+  // process gets them as KAIROS_LATE_BY and KAIROS_OCCURRENCES when late or
+  // standing for more than one.
+  absl::Duration late_by = absl::ZeroDuration();
+  std::uint32_t occurrences = 1;
+  // The run's id as the API shows it (KAIROS_RUN_ID): job/incarnation/nominal.
+  std::string run_id;
 };
 
 enum class RunStatus : std::uint8_t {
@@ -117,7 +127,12 @@ struct RunOutcome {
   // False when the attempt never began (see "Failure to start"): nothing of
   // the job ran.
   bool started = true;
+  // What the job printed (process: the tail of stdout and stderr; HTTP: the
+  // start of the response body), at most kMaxRunOutputSize bytes; the
+  // adapter truncates, never the caller.
+  std::string output;
 };
+inline constexpr std::size_t kMaxRunOutputSize = 64 * 1024;
 
 using RunHandle = std::uint64_t;
 
