@@ -53,6 +53,9 @@
 #include "core/twins/loopback_transport.h"
 #include "prod/cli/commands.h"
 #include "prod/log/log_event_log.h"
+#include "prod/net/listen_config.h"
+#include "prod/net/tcp_transport.h"
+#include "prod/net/transport_mux.h"
 #include "prod/runners/job_records.h"
 #include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
@@ -64,6 +67,7 @@ namespace {
 constexpr const char* kServerUsage =
     "usage: kairos server --data-dir DIR [--map-size BYTES] [--node-id ID]\n"
     "                     [--shards N] [--workers N] [--demo [--demo-every SECONDS]]\n"
+    "                     [--listen ADDR:PORT] [--worker-secret-file FILE]\n"
     "\n"
     "Runs a scheduler node with the embedded LMDB store in DIR (created if\n"
     "missing or empty; one server per DIR) and N local workers that run jobs as\n"
@@ -85,6 +89,15 @@ constexpr const char* kServerUsage =
     "                        if it does not exist yet\n"
     "  --demo-every SECONDS  the demo job's period instead of 10: a divisor of\n"
     "                        60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30); for tests\n"
+    "  --listen ADDR:PORT    where remote `kairos worker`s connect: a numeric IP or\n"
+    "                        localhost and a port (0: any free port, logged in\n"
+    "                        net.listening), or none (default 127.0.0.1:7070);\n"
+    "                        an address other than loopback needs\n"
+    "                        --worker-secret-file\n"
+    "  --worker-secret-file FILE  a shared secret (16..4096 bytes, not readable by\n"
+    "                        others) every remote worker must prove (HMAC\n"
+    "                        challenge-response; the secret never crosses the\n"
+    "                        network) (default: none)\n"
     "  --help                show this text\n";
 
 // In the 0x00 store-metadata range that core/kernel/keyspace.h reserves; the LMDB
@@ -108,6 +121,8 @@ struct ServerFlags {
   bool demo = false;
   std::uint32_t demo_every = 10;
   bool demo_every_given = false;
+  std::string listen{net::kDefaultListen};
+  std::string worker_secret_file;
 };
 
 std::optional<std::size_t> parse_size(std::string_view text) {
@@ -180,7 +195,8 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
       continue;
     }
     if (arg != "--data-dir" && arg != "--map-size" && arg != "--node-id" && arg != "--shards" &&
-        arg != "--workers" && arg != "--demo-every") {
+        arg != "--workers" && arg != "--demo-every" && arg != "--listen" &&
+        arg != "--worker-secret-file") {
       std::fprintf(stderr, "kairos server: unknown flag '%s'\n\n%s", excerpt(arg).c_str(),
                    kServerUsage);
       return 2;
@@ -222,6 +238,11 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
       if (!n || *n > kMaxLocalWorkers)
         return bad_value(arg, absl::StrCat("an integer in [0, ", kMaxLocalWorkers, "]"), value);
       flags.workers = *n;
+    } else if (arg == "--listen") {
+      flags.listen = std::string(value);
+    } else if (arg == "--worker-secret-file") {
+      if (value.empty()) return bad_value(arg, "a file name", value);
+      flags.worker_secret_file = std::string(value);
     } else {  // --demo-every
       const auto n = parse_u32(value);
       if (!n || *n < 1 || *n > 30 || 60 % *n != 0)
@@ -370,6 +391,9 @@ struct Server {
   std::optional<ProcessRunner> runner;
   std::optional<LoopbackHub> hub;
   std::unique_ptr<LoopbackHub::Endpoint> node_endpoint;
+  // Remote workers: TCP connections beside the local hub, one Transport for the node.
+  std::unique_ptr<net::TcpServerTransport> remote;
+  std::optional<net::TransportMux> node_transport;
   std::unique_ptr<Random> node_random;
   std::unique_ptr<SchedulerNode> node;
   struct LocalWorker {
@@ -392,6 +416,7 @@ struct Server {
   // Stops the workers and their jobs, then the node; waits (bounded) for the
   // terminated processes; then lets the store finish what is queued.
   void shutdown(absl::Duration kill_grace) {
+    if (remote) remote->close();  // remote workers' leases lapse; they reconnect elsewhere
     for (auto& w : workers) w.worker->stop();
     if (runner) runner->terminate_all();
     const auto bound =
@@ -407,6 +432,8 @@ struct Server {
     workers.clear();
     node.reset();
     runner.reset();  // kills (SIGKILL) and reaps anything that outlived the bound
+    node_transport.reset();
+    remote.reset();
     node_endpoint.reset();
     hub.reset();
   }
@@ -418,6 +445,11 @@ int server_command(int argc, char** argv) {
   ServerFlags flags;
   if (auto code = parse_flags(argc, argv, flags)) return *code;
   if (flags.node_id.empty()) flags.node_id = default_node_id();
+  auto listen = net::listen_config_from_flags(flags.listen, flags.worker_secret_file);
+  if (!listen.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(listen.status().message()).c_str());
+    return 2;
+  }
   ::signal(SIGPIPE, SIG_IGN);  // a closed log pipe is an error to count, not a reason to die
 
   boost::asio::io_context io;
@@ -526,9 +558,27 @@ int server_command(int argc, char** argv) {
   server.runner.emplace(io, server.timers, server.clock, std::move(runner_options));
   server.hub.emplace(server.timers);
   server.node_endpoint = server.hub->connect();
+  std::vector<Transport*> node_transports{server.node_endpoint.get()};
+  if (listen->address) {
+    net::TcpServerTransport::Options o;
+    o.server_id = flags.node_id;
+    o.secret = listen->secret;
+    o.idle_timeout =
+        net::idle_timeout_for(node_config.lease, absl::Microseconds(lease_defaults::kClaimWaitUs));
+    auto remote = net::TcpServerTransport::Listen(io, *listen->address, std::move(o), server.clock,
+                                                  server.log);
+    if (!remote.ok()) {
+      std::fprintf(stderr, "kairos server: flag --listen: %s\n",
+                   std::string(remote.status().message()).c_str());
+      return 1;
+    }
+    server.remote = std::move(remote).value();
+    node_transports.push_back(server.remote.get());
+  }
+  server.node_transport.emplace(std::move(node_transports));
   server.node_random = std::make_unique<Random>(fresh_seed());
   server.node = std::make_unique<SchedulerNode>(server.clock, server.timers, *server.store,
-                                                *server.node_endpoint, *server.node_random,
+                                                *server.node_transport, *server.node_random,
                                                 server.log, server.metrics, node_config);
   for (std::uint32_t i = 0; i < flags.workers; ++i) {
     Server::LocalWorker w;
