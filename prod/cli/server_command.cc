@@ -563,8 +563,7 @@ int server_command(int argc, char** argv) {
     net::TcpServerTransport::Options o;
     o.server_id = flags.node_id;
     o.secret = listen->secret;
-    o.idle_timeout =
-        net::idle_timeout_for(node_config.lease, absl::Microseconds(lease_defaults::kClaimWaitUs));
+    o.idle_timeout = net::idle_timeout_for(node_config.lease, node_config.max_claim_wait);
     auto remote = net::TcpServerTransport::Listen(io, *listen->address, std::move(o), server.clock,
                                                   server.log);
     if (!remote.ok()) {

@@ -90,15 +90,19 @@ constexpr const char* kWorkerUsage =
     "                        readable by others); with it the worker also\n"
     "                        requires the server to prove the secret\n"
     "                        (default: none)\n"
-    "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for:\n"
-    "                        heartbeat = ttl x 4/15, long-poll = ttl / 3; keep it\n"
-    "                        at most the server's lease (default 30s, in\n"
-    "                        [10s, 1h])\n"
+    "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for\n"
+    "                        (heartbeat = ttl x 4/15, long poll = ttl / 3): at\n"
+    "                        most the server's lease, which grants 30s today\n"
+    "                        (default 30s, in [10s, 30s])\n"
     "  --help                show this text\n";
 
 constexpr std::uint32_t kMaxConcurrency = 1024;
 constexpr const char* kRecordsDir = "running";  // as a server's DATA_DIR/running
 constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
+constexpr absl::Duration kMinLeaseTtl = absl::Seconds(10);
+constexpr absl::Duration kMaxLeaseTtl = absl::Microseconds(lease_defaults::kLeaseTtlUs);
+static_assert(lease_defaults::kLeaseTtlUs == 30'000'000,
+              "--help and the --lease-ttl error say 30s");
 
 enum RunnerKind : unsigned { kCommandRunner = 1, kHttpRunner = 2 };
 
@@ -207,8 +211,10 @@ std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
       flags.secret_file = std::string(value);
     } else {  // --lease-ttl
       auto d = parse_duration(value);
-      if (!d.ok() || *d < absl::Seconds(10) || *d > absl::Hours(1))
-        return bad_value(arg, "a duration in [10s, 1h], such as 30s or 2m", value);
+      // Longer than the server's lease, heartbeats would come too late for
+      // the leases it grants (kLeaseTtlUs: a server has no flag for it yet).
+      if (!d.ok() || *d < kMinLeaseTtl || *d > kMaxLeaseTtl)
+        return bad_value(arg, "a duration in [10s, 30s], such as 20s", value);
       flags.lease_ttl = *d;
     }
   }
