@@ -399,10 +399,12 @@ struct TcpServerTransport::Impl {
     if (it == peers.end()) return;
     Peer& p = it->second;
     if (p.handshake) {
+      const std::shared_ptr<Connection> c = p.conn;
       HandshakeStep step = p.handshake->on_frame(frame);
-      for (std::string& f : step.send) p.conn->write(std::move(f));
+      for (std::string& f : step.send) c->write(std::move(f));
+      if (c->closed()) return;  // `p` is gone with it
       if (step.state == HandshakeStep::State::kFailed) {
-        p.conn->close_after_flush(step.error);
+        c->close_after_flush(step.error);
       } else if (step.state == HandshakeStep::State::kDone) {
         p.worker_id = p.handshake->worker_id();
         p.handshake.reset();
@@ -588,24 +590,27 @@ struct TcpClientTransport::Impl {
 
   void on_frame(std::string_view frame) {
     if (handshake) {
+      // A local reference: a write or close below may end the connection
+      // (on_broken resets `conn`); writes to a closed one are ignored.
+      const std::shared_ptr<Connection> c = conn;
       HandshakeStep step = handshake->on_frame(frame);
-      for (std::string& f : step.send) conn->write(std::move(f));
+      for (std::string& f : step.send) c->write(std::move(f));
       if (step.state == HandshakeStep::State::kFailed) {
         refused = true;
-        conn->close(step.error);
+        c->close(step.error);
       } else if (step.state == HandshakeStep::State::kDone) {
         const std::string server = handshake->server_id();
         handshake.reset();
         open = true;
         failures = 0;
         attempt_timer.cancel();
-        conn->set_open();
+        c->set_open();
         note(events, clock, "net.connected",
-             {{"node", node().to_string()}, {"server", server}, {"remote", conn->remote()}});
+             {{"node", node().to_string()}, {"server", server}, {"remote", c->remote()}});
         auto queued = std::move(pending);
         pending.clear();
         pending_bytes = 0;
-        for (std::string& m : queued) conn->write_message(std::move(m));
+        for (std::string& m : queued) c->write_message(std::move(m));
         if (options.on_ready) options.on_ready(server);
       }
       return;
