@@ -233,6 +233,18 @@ TEST_F(TcpTest, APeerThatDoesNotReadIsDisconnectedWhenItsQueuePassesTheLimit) {
   }));
 }
 
+TEST_F(TcpTest, MessagesQueuedBeforeTheConnectionThatOverflowItAreHandledWithoutHarm) {
+  auto server = listen();
+  TcpOptions base;
+  base.max_queued_bytes = std::size_t{1} << 20;
+  auto c = client({server->local_port()}, std::nullopt, base);
+  // Exactly the limit while connecting; with frame headers it is above it
+  // once the connection opens, which then closes, logs and reconnects.
+  for (int i = 0; i < 4; ++i) c->send(c->node(), std::string(std::size_t{1} << 18, 'q'));
+  ASSERT_TRUE(run_until([&] { return any_reason(client_log_, "net.closed", "does not read"); }));
+  ASSERT_TRUE(run_until([&] { return c->connected(); }));
+}
+
 TEST_F(TcpTest, TheWorkerTriesTheListedNodesInTurnAndKeepsOnePeerId) {
   // The first address has no listener; the second does.
   std::uint16_t dead_port = 0;
