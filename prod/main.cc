@@ -13,6 +13,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  server     run a scheduler node, local workers and the embedded LMDB store\n"
+    "  worker     run jobs for servers over TCP (their --listen address)\n"
     "  cron       parse and preview cron schedules (next, explain)\n"
     "  help       show this text\n"
     "\n"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "server") return kairos::cli::server_command(argc - 1, argv + 1);
+  if (cmd == "worker") return kairos::cli::worker_command(argc - 1, argv + 1);
   if (cmd == "cron") return kairos::cli::cron_command(argc - 1, argv + 1);
   std::fprintf(stderr, "kairos: unknown command '%s'\n\n%s", argv[1], kUsage);
   return 2;

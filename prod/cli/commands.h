@@ -7,5 +7,6 @@ namespace kairos::cli {
 
 int server_command(int argc, char** argv);
 int cron_command(int argc, char** argv);
+int worker_command(int argc, char** argv);
 
 }  // namespace kairos::cli

@@ -54,6 +54,9 @@
 #include "prod/cli/commands.h"
 #include "prod/cli/server_flags.h"
 #include "prod/log/log_event_log.h"
+#include "prod/net/listen_config.h"
+#include "prod/net/tcp_transport.h"
+#include "prod/net/transport_mux.h"
 #include "prod/runners/job_records.h"
 #include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
@@ -199,6 +202,9 @@ struct Server {
   std::optional<ProcessRunner> runner;
   std::optional<LoopbackHub> hub;
   std::unique_ptr<LoopbackHub::Endpoint> node_endpoint;
+  // Remote workers: TCP connections beside the local hub, one Transport for the node.
+  std::unique_ptr<net::TcpServerTransport> remote;
+  std::optional<net::TransportMux> node_transport;
   std::unique_ptr<Random> node_random;
   std::unique_ptr<SchedulerNode> node;
   struct LocalWorker {
@@ -222,6 +228,7 @@ struct Server {
   // Stops the workers and their jobs, then the node; waits (bounded) for the
   // terminated processes; then lets the store finish what is queued.
   void shutdown(absl::Duration kill_grace) {
+    if (remote) remote->close();  // remote workers' leases lapse; they reconnect elsewhere
     for (auto& w : workers) w.worker->stop();
     if (runner) runner->terminate_all();
     const auto bound =
@@ -237,6 +244,8 @@ struct Server {
     workers.clear();
     node.reset();
     runner.reset();  // kills (SIGKILL) and reaps anything that outlived the bound
+    node_transport.reset();
+    remote.reset();
     node_endpoint.reset();
     hub.reset();
   }
@@ -248,6 +257,11 @@ int server_command(int argc, char** argv) {
   ServerFlags flags;
   if (auto code = parse_server_flags(argc, argv, flags)) return *code;
   if (flags.node_id.empty()) flags.node_id = default_node_id();
+  auto listen = net::listen_config_from_flags(flags.listen, flags.worker_secret_file);
+  if (!listen.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(listen.status().message()).c_str());
+    return 2;
+  }
   ::signal(SIGPIPE, SIG_IGN);  // a closed log pipe is an error to count, not a reason to die
 
   boost::asio::io_context io;
@@ -359,9 +373,26 @@ int server_command(int argc, char** argv) {
   server.runner.emplace(io, server.timers, server.clock, std::move(runner_options));
   server.hub.emplace(server.timers);
   server.node_endpoint = server.hub->connect();
+  std::vector<Transport*> node_transports{server.node_endpoint.get()};
+  if (listen->address) {
+    net::TcpServerTransport::Options o;
+    o.server_id = flags.node_id;
+    o.secret = listen->secret;
+    o.idle_timeout = net::idle_timeout_for(node_config.lease, node_config.max_claim_wait);
+    auto remote = net::TcpServerTransport::Listen(io, *listen->address, std::move(o), server.clock,
+                                                  server.log);
+    if (!remote.ok()) {
+      std::fprintf(stderr, "kairos server: flag --listen: %s\n",
+                   std::string(remote.status().message()).c_str());
+      return 1;
+    }
+    server.remote = std::move(remote).value();
+    node_transports.push_back(server.remote.get());
+  }
+  server.node_transport.emplace(std::move(node_transports));
   server.node_random = std::make_unique<Random>(fresh_seed());
   server.node = std::make_unique<SchedulerNode>(server.clock, server.timers, *server.store,
-                                                *server.node_endpoint, *server.node_random,
+                                                *server.node_transport, *server.node_random,
                                                 server.log, server.metrics, node_config);
   for (std::uint32_t i = 0; i < flags.workers; ++i) {
     Server::LocalWorker w;

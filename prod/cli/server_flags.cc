@@ -108,6 +108,17 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
              "run lease length (1s..24h); the heartbeat, the lease margin\n"
              "and the claim wait follow from it",
              set_duration(&flags.lease_ttl, kMinLeaseTtl, kMaxLeaseTtl)});
+  table.add({"listen", "ADDR:PORT", "127.0.0.1:7070",
+             "where remote `kairos worker`s connect: a numeric IP or\n"
+             "localhost and a port (0: any free port, logged in\n"
+             "net.listening), or none; an address other than loopback\n"
+             "needs --worker-secret-file",
+             set_string(&flags.listen)});
+  table.add({"worker-secret-file", "FILE", "none",
+             "a shared secret (16..4096 bytes, not readable by others)\n"
+             "every remote worker must prove (HMAC challenge-response;\n"
+             "the secret never crosses the network)",
+             set_string(&flags.worker_secret_file)});
   table.add({"log-format", "text|json", "text",
              "events on stderr: one text line, or one JSON object, each",
              set_choice(&flags.log_format, {"text", "json"})});

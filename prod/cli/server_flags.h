@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
+#include "prod/net/listen_config.h"
 
 namespace kairos::cli {
 
@@ -23,6 +24,9 @@ struct ServerFlags {
   std::string log_format = "text";
   bool demo = false;
   std::uint32_t demo_every = 10;
+  // Remote workers (prod/net/listen_config.h checks the pair).
+  std::string listen{net::kDefaultListen};
+  std::string worker_secret_file;
 
   // Derived by parse_server_flags: the LMDB directory (from --store or
   // --data-dir) and the run-lease timing for lease_ttl.

@@ -46,6 +46,9 @@ using TransportHarnessFactory = std::function<std::unique_ptr<TransportHarness>(
 std::unique_ptr<TransportHarness> make_loopback_harness();
 // SimNetwork of a World with the default (fault-free) NetworkConfig.
 std::unique_ptr<TransportHarness> make_sim_network_harness();
+// TcpServerTransport/TcpClientTransport on loopback sockets
+// (transport_tcp_harness.cc).
+std::unique_ptr<TransportHarness> make_tcp_harness();
 // `inner` with each peer's Transport replaced by `wrap(inner transport,
 // peer id)` (broken adapters, for the suite's own test).
 using TransportWrap = std::function<std::unique_ptr<Transport>(Transport&, PeerId)>;

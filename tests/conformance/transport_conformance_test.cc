@@ -24,6 +24,7 @@ std::vector<Adapter> adapters() {
   return {
       {"Loopback", [] { return make_loopback_harness(); }},
       {"SimNetwork", [] { return make_sim_network_harness(); }},
+      {"Tcp", [] { return make_tcp_harness(); }},
   };
 }
 

@@ -1,0 +1,431 @@
+// `kairos worker`: a remote worker that runs jobs for a `kairos server` over
+// TCP.
+//
+// Wiring. One io_context run by the main thread is the event loop of core's
+// Worker (core/kernel/worker.h), the ProcessRunner it runs jobs with and the
+// TCP transport (prod/net/tcp_transport.h) that connects it to the servers
+// listed in --connect, one connection at a time, with the handshake of
+// prod/net/handshake.h. The worker sends its claims, renewals and reports to
+// one peer, "the scheduler nodes"; the transport moves that peer between the
+// listed servers as connections come and go. Events go, one line each, to
+// stderr (LogEventLog).
+//
+// State. A worker has no store; what it keeps on disk is the job-group
+// records of its running jobs (prod/runners/job_records.h) in
+// STATE_DIR/running, so that a worker restarted after a crash kills what its
+// dead predecessor left running before it claims anything. Their runs are
+// not handed back (only a server can): their leases lapse and the server
+// re-runs them with a higher fencing token. Several workers may share a
+// state directory (a live owner's records are left alone), but one per
+// directory keeps the log readable.
+//
+// Runners. build_runner() is the one place the runner is made: today the
+// ProcessRunner for command jobs (an http job fails permanently: "http runner
+// not available in this build"); --runners names the payload kinds this
+// worker accepts and is validated now.
+//
+// Shutdown on SIGINT/SIGTERM: the worker stops (running attempts are
+// terminated: SIGTERM, SIGKILL after the grace; their leases lapse and the
+// server re-runs them), the connection closes, the log is flushed, exit 0.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/duration.h"
+#include "core/base/text.h"
+#include "core/kernel/lease_config.h"
+#include "core/kernel/worker.h"
+#include "core/ports/metrics.h"
+#include "core/ports/random.h"
+#include "prod/cli/commands.h"
+#include "prod/log/log_event_log.h"
+#include "prod/net/handshake.h"
+#include "prod/net/tcp_transport.h"
+#include "prod/runners/job_records.h"
+#include "prod/runners/process_runner.h"
+#include "prod/runtime/asio_runtime.h"
+
+namespace kairos::cli {
+namespace {
+
+constexpr const char* kWorkerUsage =
+    "usage: kairos worker --connect HOST:PORT[,HOST:PORT...] --state-dir DIR\n"
+    "                     [--concurrency N] [--id ID] [--runners KINDS]\n"
+    "                     [--worker-secret-file FILE] [--lease-ttl DURATION]\n"
+    "\n"
+    "Runs jobs for the `kairos server`s listed in --connect (their --listen\n"
+    "address), connecting to one at a time and moving to the next when a\n"
+    "connection fails. Jobs run as child processes of this worker and die with\n"
+    "it. Events are logged to stderr, one line each. Stops cleanly on SIGINT or\n"
+    "SIGTERM.\n"
+    "\n"
+    "options:\n"
+    "  --connect LIST        comma-separated HOST:PORT ([IPV6]:PORT) of servers\n"
+    "                        (required; at most 64)\n"
+    "  --state-dir DIR       where the worker records its running jobs\n"
+    "                        (DIR/running), so a restarted worker kills what a\n"
+    "                        crashed one left (required; created if missing)\n"
+    "  --concurrency N       jobs run at once (default 4, at most 1024)\n"
+    "  --id ID               this worker's name in claims and logs\n"
+    "                        (default: HOSTNAME/PID)\n"
+    "  --runners KINDS       payload kinds this worker runs: a comma-separated\n"
+    "                        subset of command,http (default command,http)\n"
+    "  --worker-secret-file FILE  the server's shared secret (16..4096 bytes, not\n"
+    "                        readable by others); with it the worker also\n"
+    "                        requires the server to prove the secret\n"
+    "                        (default: none)\n"
+    "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for\n"
+    "                        (heartbeat = ttl x 4/15, long poll = ttl / 3): at\n"
+    "                        most the server's lease, which grants 30s today\n"
+    "                        (default 30s, in [10s, 30s])\n"
+    "  --help                show this text\n";
+
+constexpr std::uint32_t kMaxConcurrency = 1024;
+constexpr const char* kRecordsDir = "running";  // as a server's DATA_DIR/running
+constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
+constexpr absl::Duration kMinLeaseTtl = absl::Seconds(10);
+constexpr absl::Duration kMaxLeaseTtl = absl::Microseconds(lease_defaults::kLeaseTtlUs);
+static_assert(lease_defaults::kLeaseTtlUs == 30'000'000,
+              "--help and the --lease-ttl error say 30s");
+
+enum RunnerKind : unsigned { kCommandRunner = 1, kHttpRunner = 2 };
+
+struct WorkerFlags {
+  std::vector<net::NetAddress> connect;
+  std::string state_dir;
+  std::uint32_t concurrency = 4;
+  std::string id;
+  unsigned runners = kCommandRunner | kHttpRunner;
+  std::string secret_file;
+  absl::Duration lease_ttl = absl::Microseconds(lease_defaults::kLeaseTtlUs);
+};
+
+int bad_value(std::string_view flag, std::string_view expected, std::string_view got) {
+  const std::string shown = excerpt(got);
+  std::fprintf(stderr, "kairos worker: flag %.*s: expected %.*s, got '%s'\n",
+               static_cast<int>(flag.size()), flag.data(), static_cast<int>(expected.size()),
+               expected.data(), shown.c_str());
+  return 2;
+}
+
+std::optional<unsigned> parse_runners(std::string_view text) {
+  unsigned kinds = 0;
+  while (true) {
+    const auto comma = text.find(',');
+    const std::string_view kind = text.substr(0, comma);
+    unsigned bit = 0;
+    if (kind == "command") bit = kCommandRunner;
+    if (kind == "http") bit = kHttpRunner;
+    if (bit == 0 || (kinds & bit) != 0) return std::nullopt;  // unknown or repeated
+    kinds |= bit;
+    if (comma == std::string_view::npos) return kinds;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+// The lease configuration a worker plans with, scaled from the lease ttl as
+// the defaults are (heartbeat 8 s and long poll 10 s of a 30 s lease).
+void scale_lease(absl::Duration ttl, WorkerConfig& wc) {
+  wc.lease.lease_ttl = ttl;
+  wc.lease.heartbeat_period = ttl * 4 / 15;
+  wc.claim_wait = ttl / 3;
+}
+
+// Returns the exit code when parsing ends the command (help, bad usage).
+std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
+  bool connect_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::optional<std::string_view> inline_value;
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kWorkerUsage, stdout);
+      return 0;
+    }
+    if (arg != "--connect" && arg != "--state-dir" && arg != "--concurrency" && arg != "--id" &&
+        arg != "--runners" && arg != "--worker-secret-file" && arg != "--lease-ttl") {
+      std::fprintf(stderr, "kairos worker: unknown flag '%s'\n\n%s", excerpt(arg).c_str(),
+                   kWorkerUsage);
+      return 2;
+    }
+    std::string_view value;
+    if (inline_value) {
+      value = *inline_value;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      std::fprintf(stderr, "kairos worker: flag %.*s needs a value\n\n%s",
+                   static_cast<int>(arg.size()), arg.data(), kWorkerUsage);
+      return 2;
+    }
+    if (arg == "--connect") {
+      auto list = net::parse_address_list(value);
+      if (!list.ok()) {
+        std::fprintf(stderr, "kairos worker: flag --connect: %s\n",
+                     std::string(list.status().message()).c_str());
+        return 2;
+      }
+      flags.connect = std::move(list).value();
+      connect_given = true;
+    } else if (arg == "--state-dir") {
+      if (value.empty()) return bad_value(arg, "a directory", value);
+      flags.state_dir = std::string(value);
+    } else if (arg == "--concurrency") {
+      std::uint32_t n = 0;
+      const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (value.empty() || ec != std::errc() || ptr != value.data() + value.size() || n < 1 ||
+          n > kMaxConcurrency)
+        return bad_value(arg, absl::StrCat("an integer in [1, ", kMaxConcurrency, "]"), value);
+      flags.concurrency = n;
+    } else if (arg == "--id") {
+      if (!net::valid_peer_name(value))
+        return bad_value(
+            arg, "1..200 printable ASCII characters without spaces, quotes, '=' or '\\'", value);
+      flags.id = std::string(value);
+    } else if (arg == "--runners") {
+      const auto kinds = parse_runners(value);
+      if (!kinds)
+        return bad_value(arg, "a comma-separated subset of command,http, each at most once", value);
+      flags.runners = *kinds;
+    } else if (arg == "--worker-secret-file") {
+      if (value.empty()) return bad_value(arg, "a file name", value);
+      flags.secret_file = std::string(value);
+    } else {  // --lease-ttl
+      auto d = parse_duration(value);
+      // Longer than the server's lease, heartbeats would come too late for
+      // the leases it grants (kLeaseTtlUs: a server has no flag for it yet).
+      if (!d.ok() || *d < kMinLeaseTtl || *d > kMaxLeaseTtl)
+        return bad_value(arg, "a duration in [10s, 30s], such as 20s", value);
+      flags.lease_ttl = *d;
+    }
+  }
+  if (!connect_given) {
+    std::fprintf(stderr, "kairos worker: flag --connect is required\n\n%s", kWorkerUsage);
+    return 2;
+  }
+  if (flags.state_dir.empty()) {
+    std::fprintf(stderr, "kairos worker: flag --state-dir is required\n\n%s", kWorkerUsage);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+std::string default_worker_id() {
+  char host[256] = {};
+  std::string id = (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') ? host : "worker";
+  for (char& c : id)
+    if (!net::valid_peer_name(std::string_view(&c, 1)) || c == '/') c = '_';
+  if (id.size() > 180) id.resize(180);
+  return absl::StrCat(id, "/", ::getpid());
+}
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string_view status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kFailedPermanent:
+      return "failed_permanent";
+    case RunStatus::kTimedOut:
+      return "timed_out";
+    case RunStatus::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+void note(EventLog& log, const Clock& clock, std::string_view kind,
+          std::vector<EventField> fields = {}) {
+  Event e;
+  e.at = clock.now();
+  e.kind = kind;
+  e.fields = std::move(fields);
+  log.record(std::move(e));
+}
+
+// The one place this worker's runner is built: every payload kind it
+// accepts (--runners) must be runnable by what this returns.
+std::unique_ptr<ProcessRunner> build_runner(boost::asio::io_context& io, AsioTimers& timers,
+                                            const Clock& clock, EventLog& log,
+                                            const LeaseConfig& lease,
+                                            const std::string& job_records) {
+  ProcessRunnerOptions o;
+  // Within the lease margin, so a job stopped at its lease deadline is gone
+  // before the lease lapses.
+  o.kill_grace = lease.margin / 2;
+  o.job_shim = "/proc/self/exe";
+  o.record_dir = job_records;
+  o.on_start = [&log, &clock](const RunRequest& r, pid_t pid) {
+    note(log, clock, "process.started",
+         {{"job", r.job_id},
+          {"nominal", r.nominal_time},
+          {"attempt", static_cast<std::uint64_t>(r.attempt)},
+          {"token", r.fencing_token},
+          {"pid", static_cast<std::int64_t>(pid)}});
+  };
+  o.on_exit = [&log, &clock](const ProcessExit& x) {
+    std::vector<EventField> f{{"job", x.request->job_id},
+                              {"nominal", x.request->nominal_time},
+                              {"attempt", static_cast<std::uint64_t>(x.request->attempt)},
+                              {"token", x.request->fencing_token},
+                              {"pid", static_cast<std::int64_t>(x.pid)},
+                              {"status", std::string(status_name(x.outcome.status))},
+                              {"exit_code", static_cast<std::int64_t>(x.outcome.exit_code)},
+                              {"elapsed", x.elapsed}};
+    std::string output = x.output_tail;
+    while (!output.empty() && output.back() == '\n') output.pop_back();
+    if (!output.empty()) f.push_back({"output", std::move(output)});
+    if (x.pid == 0) f.push_back({"detail", x.outcome.detail});
+    note(log, clock, "process.exited", std::move(f));
+  };
+  return std::make_unique<ProcessRunner>(io, timers, clock, std::move(o));
+}
+
+}  // namespace
+
+int worker_command(int argc, char** argv) {
+  WorkerFlags flags;
+  if (auto code = parse_flags(argc, argv, flags)) return *code;
+  if (flags.id.empty()) flags.id = default_worker_id();
+  std::optional<std::string> secret;
+  if (!flags.secret_file.empty()) {
+    auto s = net::read_secret_file(flags.secret_file);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kairos worker: flag --worker-secret-file: %s\n",
+                   std::string(s.status().message()).c_str());
+      return 2;
+    }
+    secret = std::move(s).value();
+  }
+  WorkerConfig wc;
+  wc.worker_id = flags.id;
+  wc.nodes = {net::TcpClientTransport::kNode};
+  wc.max_concurrent = flags.concurrency;
+  scale_lease(flags.lease_ttl, wc);
+  if (absl::Status s = validate(wc); !s.ok()) {
+    std::fprintf(stderr, "kairos worker: flag --lease-ttl: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+
+  // The state directory and the records of a dead predecessor's jobs.
+  std::error_code ec;
+  std::filesystem::create_directories(flags.state_dir, ec);
+  if (ec || !std::filesystem::is_directory(flags.state_dir, ec)) {
+    std::fprintf(stderr, "kairos worker: flag --state-dir: cannot use '%s' as a directory: %s\n",
+                 excerpt(flags.state_dir).c_str(), ec ? ec.message().c_str() : "not a directory");
+    return 1;
+  }
+  const std::string job_records =
+      (std::filesystem::absolute(flags.state_dir, ec) / kRecordsDir).string();
+  if (absl::Status s =
+          ec ? absl::UnavailableError(ec.message()) : prepare_job_group_records(job_records);
+      !s.ok()) {
+    std::fprintf(stderr, "kairos worker: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+
+  boost::asio::io_context io;
+  SystemClock clock;
+  AsioTimers timers(io);
+  LogEventLog log;
+  Metrics metrics;
+  for (const JobGroupCleanup& c : clean_up_job_groups(job_records)) {
+    note(log, clock, "worker.orphan_group",
+         {{"record", c.entry},
+          {"action", c.action},
+          {"pgid", static_cast<std::int64_t>(c.pgid)},
+          {"killed", static_cast<std::uint64_t>(c.killed)},
+          {"detail", c.detail}});
+  }
+
+  std::unique_ptr<ProcessRunner> runner =
+      build_runner(io, timers, clock, log, wc.lease, job_records);
+  const absl::Duration kill_grace = wc.lease.margin / 2;
+
+  net::TcpClientTransport::Options to;
+  to.worker_id = flags.id;
+  to.secret = secret;
+  to.nodes = flags.connect;
+  to.idle_timeout = net::idle_timeout_for(wc.lease, wc.claim_wait);
+  to.seed = fresh_seed();
+  auto transport = std::make_unique<net::TcpClientTransport>(io, std::move(to), clock, log);
+  Random random(fresh_seed());
+  auto worker = std::make_unique<Worker>(clock, timers, *transport, *runner, random, log, metrics,
+                                         std::move(wc));
+
+  std::string targets;
+  for (const net::NetAddress& a : flags.connect)
+    absl::StrAppend(&targets, targets.empty() ? "" : ",", a.to_string());
+  std::string kinds;
+  if (flags.runners & kCommandRunner) kinds = "command";
+  if (flags.runners & kHttpRunner) absl::StrAppend(&kinds, kinds.empty() ? "" : ",", "http");
+  transport->start();
+  worker->start();
+  note(log, clock, "worker.process_started",
+       {{"worker", flags.id},
+        {"connect", targets},
+        {"concurrency", static_cast<std::uint64_t>(flags.concurrency)},
+        {"runners", kinds},
+        {"secret", std::string(secret ? "yes" : "no")}});
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  int received = 0;
+  signals.async_wait([&](const boost::system::error_code& e, int signal) {
+    if (e) return;
+    received = signal;
+    io.stop();
+  });
+  std::printf("kairos worker: ready (id %s, connecting to %s)\n", flags.id.c_str(),
+              targets.c_str());
+  std::fflush(stdout);
+  io.run();
+
+  const char* name = received == SIGINT ? "SIGINT" : "SIGTERM";
+  std::fprintf(stderr, "kairos worker: %s received, stopping\n", name);
+  note(log, clock, "worker.stopping", {{"signal", std::string(name)}});
+  signals.cancel();
+  worker->stop();
+  transport->close();
+  runner->terminate_all();
+  const auto bound =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(absl::ToInt64Microseconds(kill_grace + kShutdownSlack));
+  io.restart();
+  while (runner->running() > 0 && std::chrono::steady_clock::now() < bound)
+    io.run_one_for(std::chrono::milliseconds(50));
+  worker.reset();
+  transport.reset();
+  runner.reset();  // kills (SIGKILL) and reaps anything that outlived the bound
+  note(log, clock, "worker.stopped");
+  log.flush();
+  std::fputs("kairos worker: stopped\n", stderr);
+  return 0;
+}
+
+}  // namespace kairos::cli
