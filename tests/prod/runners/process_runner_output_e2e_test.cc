@@ -19,6 +19,7 @@
 #include "core/kernel/records.h"
 #include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
+#include "tests/support/loop_wait.h"
 
 namespace kairos {
 namespace {
@@ -67,11 +68,8 @@ class ProcessRunnerOutputTest : public ::testing::Test {
     if (!runner_) make_runner({});
     std::optional<RunOutcome> out;
     runner_->start(std::move(r), [&](RunOutcome o) { out = std::move(o); });
-    const auto end = std::chrono::steady_clock::now() + kBound;
-    while (!out && std::chrono::steady_clock::now() < end) {
-      io_.run_one_for(std::chrono::milliseconds(20));
-      each();
-    }
+    test_support::run_until(
+        io_, [&] { return out.has_value(); }, each, kBound);
     return out.value_or(RunOutcome{RunStatus::kFailed, -1, "no outcome within the bound"});
   }
 
