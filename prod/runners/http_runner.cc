@@ -35,6 +35,7 @@ namespace {
 
 constexpr std::size_t kChunk = 8 * 1024;
 constexpr std::size_t kResponseHeaderLimit = 16 * 1024;
+constexpr int kMaxInterim = 8;
 
 absl::Status url_error(std::string_view url, std::string_view what) {
   return absl::InvalidArgumentError(
@@ -174,6 +175,7 @@ struct HttpRunner::Call {
   const char* phase = "resolving the host";
   bool sending = false;  // a byte of the request may have left
   bool finished = false;
+  int interim = 0;  // interim (1xx) responses skipped
   std::optional<TimerId> deadline_timer;
   tcp::resolver resolver;
   tcp::resolver::results_type endpoints;
@@ -425,6 +427,13 @@ void HttpRunner::read_header(const CallPtr& c) {
           if (ec) {
             finish(c, RunOutcome{RunStatus::kFailed, 0,
                                  absl::StrCat("reading the response failed: ", ec.message())});
+            return;
+          }
+          // Interim responses (100 Continue, 103 Early Hints) precede the
+          // real one; a server sending nothing else is cut off by the bound.
+          const unsigned status = c->parser->get().result_int();
+          if (status >= 100 && status <= 199 && status != 101 && ++c->interim <= kMaxInterim) {
+            read_header(c);
             return;
           }
           read_body(c);

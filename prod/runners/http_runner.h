@@ -32,7 +32,8 @@
 //   3xx                                 -> kFailedPermanent: redirects are
 //                                          not followed (detail names the
 //                                          Location)
-//   1xx or another status               -> kFailed
+//   1xx (after up to 8 interim responses, which are skipped; 101) or a
+//   status outside 100..599             -> kFailed
 //   a bad URL, method or header, a payload that is not HTTP
 //                                       -> kFailedPermanent, started = false
 //   name resolution, connect or TLS handshake failed (certificate

@@ -20,6 +20,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -115,7 +116,8 @@ struct Reply {
   int status = 200;
   std::string body = "ok";
   std::vector<std::pair<std::string, std::string>> headers;
-  bool hang = false;  // read the request, never answer
+  bool hang = false;     // read the request, never answer
+  bool interim = false;  // send "100 Continue" before the answer
 };
 
 class TestServer {
@@ -194,6 +196,10 @@ class TestServer {
       while (!ec) asio::read(stream, asio::buffer(&c, 1), ec);  // until the client closes
       ++closed_by_client_;
       return;
+    }
+    if (r.interim) {
+      const std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::write(stream, asio::buffer(cont.data(), cont.size()), ec);
     }
     http::response<http::string_body> res;
     res.version(11);
@@ -375,6 +381,18 @@ TEST_F(HttpRunnerTest, EachClassOfStatusHasItsOutcome) {
       EXPECT_EQ(server.seen().size(), 1u) << "the redirect must not be followed";
     }
   }
+}
+
+TEST_F(HttpRunnerTest, AnInterimResponseIsSkipped) {
+  TestServer server([](const Seen&) {
+    Reply r = answer(201, "made");
+    r.interim = true;
+    return r;
+  });
+  const RunOutcome o = run(request(url(server)));
+  EXPECT_EQ(o.status, RunStatus::kSucceeded) << o.detail;
+  EXPECT_EQ(o.exit_code, 201);
+  EXPECT_EQ(o.output, "made");
 }
 
 TEST_F(HttpRunnerTest, TheDeadlineAbandonsTheRequestAndClosesTheConnection) {
