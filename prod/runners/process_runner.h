@@ -36,7 +36,10 @@
 //                                          the process had already exited)
 //   HttpPayload                         -> kFailedPermanent, started = false:
 //                                          "http runner not available in
-//                                          this build"
+//                                          this build" (the server routes
+//                                          HTTP payloads to the HttpRunner
+//                                          through the CompositeRunner;
+//                                          this runner never runs them)
 // `detail` says what happened ("exited with code 3", "killed by SIGKILL at
 // the deadline", ...) followed by the last options.output_tail_bytes bytes of
 // the combined stdout/stderr. RunOutcome::output is the last
