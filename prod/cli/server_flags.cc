@@ -119,6 +119,10 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
              "every remote worker must prove (HMAC challenge-response;\n"
              "the secret never crosses the network)",
              set_string(&flags.worker_secret_file)});
+  table.add({"http-ca-file", "FILE", "none",
+             "webhook jobs: PEM CA certificates trusted besides the\n"
+             "system store",
+             set_string(&flags.http_ca_file)});
   table.add({"log-format", "text|json", "text",
              "events on stderr: one text line, or one JSON object, each",
              set_choice(&flags.log_format, {"text", "json"})});

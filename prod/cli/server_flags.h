@@ -27,6 +27,7 @@ struct ServerFlags {
   // Remote workers (prod/net/listen_config.h checks the pair).
   std::string listen{net::kDefaultListen};
   std::string worker_secret_file;
+  std::string http_ca_file;  // webhook jobs: extra trusted CA certificates
 
   // Derived by parse_server_flags: the LMDB directory (from --store or
   // --data-dir) and the run-lease timing for lease_ttl.
