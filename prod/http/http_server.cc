@@ -278,8 +278,6 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   void answered(std::string_view route, int status) {
     if (options.on_response) options.on_response(route, status);
   }
-  // Routes a complete request; `route` is set to the matched route's name.
-  void dispatch(Request& request, std::string& route, Reply reply);
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -379,7 +377,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
       request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     request.body = std::move(message.body());
     std::weak_ptr<Connection> weak = shared_from_this();
-    server->dispatch(request, route_, [weak](Response response) {
+    Response error;
+    const Router::Route* route = resolve_request(server->router, request, &error);
+    if (route == nullptr) return write(std::move(error), false);
+    route_ = route->name;
+    route->handler(request, [weak](Response response) {
       if (auto self = weak.lock()) self->write(std::move(response), false);
     });
   }
@@ -456,31 +458,49 @@ void HttpServer::Impl::reject_busy(tcp::socket socket) {
   });
 }
 
-void HttpServer::Impl::dispatch(Request& request, std::string& route, Reply reply) {
+const Router::Route* resolve_request(const Router& router, Request& request, Response* error) {
   const std::size_t q = request.target.find('?');
+  request.path = request.target.substr(0, q);
   if (q != std::string::npos) {
     auto query = parse_query(std::string_view(request.target).substr(q + 1));
-    if (!query) return reply(error_response(400, "invalid_argument", "malformed query string"));
+    if (!query) {
+      *error = error_response(400, "invalid_argument", "malformed query string");
+      return nullptr;
+    }
     request.query = std::move(*query);
   }
   Router::Match m = router.match(request.method, request.path);
-  if (m.bad_escape)
-    return reply(error_response(400, "invalid_argument", "malformed %-escape in the path"));
+  if (m.bad_escape) {
+    *error = error_response(400, "invalid_argument", "malformed %-escape in the path");
+    return nullptr;
+  }
   if (m.route == nullptr) {
-    if (m.allowed.empty())
-      return reply(error_response(404, "not_found",
-                                  absl::StrCat("no such endpoint: ", excerpt(request.path))));
-    Response r = error_response(405, "invalid_argument",
-                                absl::StrCat("method ", excerpt(request.method),
-                                             " is not allowed on ", excerpt(request.path)));
+    if (m.allowed.empty()) {
+      *error = error_response(404, "not_found",
+                              absl::StrCat("no such endpoint: ", excerpt(request.path)));
+      return nullptr;
+    }
+    *error = error_response(405, "invalid_argument",
+                            absl::StrCat("method ", excerpt(request.method), " is not allowed on ",
+                                         excerpt(request.path)));
     std::string allow;
     for (const auto& a : m.allowed) absl::StrAppend(&allow, allow.empty() ? "" : ", ", a);
-    r.headers.emplace_back("Allow", allow);
-    return reply(std::move(r));
+    error->headers.emplace_back("Allow", allow);
+    return nullptr;
   }
-  route = m.route->name;
   request.params = std::move(m.params);
-  m.route->handler(request, std::move(reply));
+  return m.route;
+}
+
+std::string route_request(const Router& router, Request& request, Reply reply) {
+  Response error;
+  const Router::Route* route = resolve_request(router, request, &error);
+  if (route == nullptr) {
+    reply(std::move(error));
+    return "unmatched";
+  }
+  route->handler(request, std::move(reply));
+  return route->name;
 }
 
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Router router)

@@ -69,6 +69,9 @@ struct Response {
 // {"error": {"code", "message"}} with its status (the API's error shape).
 Response error_response(int status, std::string_view code, std::string_view message);
 
+// A handler answers through Reply exactly once, now or later (on the loop).
+// The Request lives only during the handler's call: copy what a later
+// answer needs.
 using Reply = std::function<void(Response)>;
 using Handler = std::function<void(const Request&, Reply)>;
 
@@ -103,6 +106,14 @@ class Router {
  private:
   std::vector<Route> routes_;
 };
+
+// Resolves one complete request: sets its path, query and params from
+// request.target and returns its route, or null with `error` set to the
+// 400 (bad query or escape), 404 or 405 (with Allow) to send.
+const Router::Route* resolve_request(const Router& router, Request& request, Response* error);
+// resolve_request, then the route's handler or the error (no socket; tests).
+// Returns the route's name ("unmatched" when none).
+std::string route_request(const Router& router, Request& request, Reply reply);
 
 // ---- Authentication --------------------------------------------------------
 
