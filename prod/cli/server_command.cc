@@ -51,6 +51,7 @@
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "core/twins/loopback_transport.h"
+#include "prod/api/api_service.h"
 #include "prod/cli/commands.h"
 #include "prod/log/log_event_log.h"
 #include "prod/runners/job_records.h"
@@ -64,6 +65,7 @@ namespace {
 constexpr const char* kServerUsage =
     "usage: kairos server --data-dir DIR [--map-size BYTES] [--node-id ID]\n"
     "                     [--shards N] [--workers N] [--demo [--demo-every SECONDS]]\n"
+    "                     [--http ADDR:PORT] [--auth-token-file FILE]\n"
     "\n"
     "Runs a scheduler node with the embedded LMDB store in DIR (created if\n"
     "missing or empty; one server per DIR) and N local workers that run jobs as\n"
@@ -85,6 +87,10 @@ constexpr const char* kServerUsage =
     "                        if it does not exist yet\n"
     "  --demo-every SECONDS  the demo job's period instead of 10: a divisor of\n"
     "                        60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30); for tests\n"
+    "  --http ADDR:PORT      serve the HTTP API there (default 127.0.0.1:8080;\n"
+    "                        port 0 picks a free one; docs/API.md)\n"
+    "  --auth-token-file FILE  bearer tokens, one per line; required unless\n"
+    "                        ADDR is a loopback address\n"
     "  --help                show this text\n";
 
 // In the 0x00 store-metadata range that core/kernel/keyspace.h reserves; the LMDB
@@ -108,6 +114,7 @@ struct ServerFlags {
   bool demo = false;
   std::uint32_t demo_every = 10;
   bool demo_every_given = false;
+  api::ApiServiceFlags api;  // --http, --auth-token-file
 };
 
 std::optional<std::size_t> parse_size(std::string_view text) {
@@ -180,7 +187,8 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
       continue;
     }
     if (arg != "--data-dir" && arg != "--map-size" && arg != "--node-id" && arg != "--shards" &&
-        arg != "--workers" && arg != "--demo-every") {
+        arg != "--workers" && arg != "--demo-every" && arg != "--http" &&
+        arg != "--auth-token-file") {
       std::fprintf(stderr, "kairos server: unknown flag '%s'\n\n%s", excerpt(arg).c_str(),
                    kServerUsage);
       return 2;
@@ -222,6 +230,10 @@ std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
       if (!n || *n > kMaxLocalWorkers)
         return bad_value(arg, absl::StrCat("an integer in [0, ", kMaxLocalWorkers, "]"), value);
       flags.workers = *n;
+    } else if (arg == "--http") {
+      flags.api.http = std::string(value);  // checked when the API starts
+    } else if (arg == "--auth-token-file") {
+      flags.api.auth_token_file = std::string(value);
     } else {  // --demo-every
       const auto n = parse_u32(value);
       if (!n || *n < 1 || *n > 30 || 60 % *n != 0)
@@ -543,6 +555,12 @@ int server_command(int argc, char** argv) {
     server.workers.push_back(std::move(w));
   }
 
+  auto api = api::ApiService::start(io, *server.node, server.metrics, flags.api,
+                                    [&server] { return server.store != nullptr; });
+  if (!api.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(api.status().message()).c_str());
+    return api.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
   server.node->start();
   for (auto& w : server.workers) w.worker->start();
   server.note("server.started", {{"node", flags.node_id},
@@ -584,6 +602,7 @@ int server_command(int argc, char** argv) {
   server.note("server.stopping",
               {{"signal", std::string(received == SIGINT ? "SIGINT" : "SIGTERM")}});
   signals.cancel();
+  (*api)->stop();  // no request reaches the node from here on
   server.shutdown(kill_grace);
   work.reset();
   server.note("server.stopped");

@@ -376,13 +376,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     for (const auto& field : message)
       request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     request.body = std::move(message.body());
-    std::weak_ptr<Connection> weak = shared_from_this();
+    // The answer holds the connection open until it comes (a node call
+    // answers within its bounded retries, or is dropped when the node stops).
     Response error;
     const Router::Route* route = resolve_request(server->router, request, &error);
     if (route == nullptr) return write(std::move(error), false);
     route_ = route->name;
-    route->handler(request, [weak](Response response) {
-      if (auto self = weak.lock()) self->write(std::move(response), false);
+    route->handler(request, [self = shared_from_this()](Response response) {
+      self->write(std::move(response), false);
     });
   }
 
