@@ -256,6 +256,26 @@ TEST_F(LiveServer, KeepAliveServesSeveralRequestsOnOneConnection) {
   EXPECT_TRUE(r.ends_with("ok")) << r;
 }
 
+TEST_F(LiveServer, ExpectContinueGetsA100BeforeTheBody) {
+  start({});
+  std::string interim, rest;
+  with_client([&] {
+    const int fd = connect_to(port);
+    send_all(fd,
+             "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
+             "2\r\nConnection: close\r\n\r\n");
+    char buf[256];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) interim.assign(buf, static_cast<std::size_t>(n));
+    send_all(fd, "{}");
+    rest = read_all(fd);
+    ::close(fd);
+  });
+  EXPECT_TRUE(interim.starts_with("HTTP/1.1 100 Continue")) << interim;
+  EXPECT_TRUE(rest.starts_with("HTTP/1.1 200")) << rest;
+  EXPECT_TRUE(rest.ends_with("create")) << rest;
+}
+
 TEST_F(LiveServer, OversizedBodyIs413WithoutReadingIt) {
   HttpServerOptions o;
   o.max_body_bytes = 1024;
