@@ -73,6 +73,37 @@ inline constexpr std::size_t kMaxDetailSize = 4096;
 absl::Status validate_job_spec(const JobSpec& spec);
 absl::Status validate_job_id(std::string_view id);
 
+// Preconditions (HTTP If-Match). A job record's `generation` is the version
+// of the record as the API shows it: every committed change a client can see
+// (spec update, pause, resume, cancel, re-creation after a cancel) adds one,
+// and it never goes back for an id. The control bodies (pause, resume,
+// update, apply, cancel) take an optional expected generation, checked in the
+// same transaction as the write: when given and the job is at another
+// generation, the body writes nothing and fails with generation_mismatch().
+// A request that is already in effect (pausing a paused job, an update that
+// changes nothing, cancelling a cancelled job) succeeds without the check,
+// since nothing is written either way; this is what keeps a retry after an
+// unknown outcome idempotent (the first try bumped the generation, the retry
+// finds its own change in effect).
+//
+// The error: FailedPrecondition "generation: expected E, job 'id' is at A"
+// (or "... does not exist"), carrying the payload kGenerationMismatchPayload
+// whose value is the job's current generation in decimal ("" when the job
+// does not exist), so callers can tell it apart from other
+// FailedPrecondition errors (e.g. a cancelled job).
+inline constexpr std::string_view kGenerationMismatchPayload =
+    "type.kairos.dev/kairos.GenerationMismatch";
+// `actual` nullopt: the job does not exist.
+absl::Status generation_mismatch(std::string_view job_id, std::uint64_t expected,
+                                 std::optional<std::uint64_t> actual);
+// True exactly for errors made by generation_mismatch() (the payload is kept
+// when the status travels through Storage and SchedulerNode unchanged).
+bool is_generation_mismatch(const absl::Status& status);
+// OK when `expected` is empty or equals `actual`; otherwise
+// generation_mismatch().
+absl::Status check_generation(std::string_view job_id, std::optional<std::uint64_t> expected,
+                              std::optional<std::uint64_t> actual);
+
 // Store-wide policy knobs (not per job). Defaults in docs/POLICIES.md.
 struct PolicyOptions {
   // Ledger retention per job id: keep at most `ledger_keep` records and none
@@ -285,24 +316,36 @@ class JobStore {
 
   // Job control. NotFound for an unknown id; FailedPrecondition for a
   // cancelled job. Each is idempotent (repeating it changes nothing).
-  absl::Status pause(Txn& txn, std::string_view id, ControlResult* out) const;
-  absl::Status resume(Txn& txn, std::string_view id, ControlResult* out) const;
+  // `expected_generation`: the If-Match precondition (see
+  // check_generation above); pause and resume bump the generation when they
+  // change the job.
+  absl::Status pause(Txn& txn, std::string_view id, ControlResult* out,
+                     std::optional<std::uint64_t> expected_generation = std::nullopt) const;
+  absl::Status resume(Txn& txn, std::string_view id, ControlResult* out,
+                      std::optional<std::uint64_t> expected_generation = std::nullopt) const;
   // Applies `mutate` to the current spec and stores the result (validated)
   // in place, same incarnation. A schedule change moves the due entry and
   // withdraws the job's not-yet-claimed scheduled runs (ledger: cancelled,
   // "rescheduled"); a priority change moves queued runs to the new band.
-  absl::Status update(Txn& txn, std::string_view id, const SpecMutation& mutate,
-                      ControlResult* out) const;
+  // The generation is checked after `mutate` ran: an update that changes
+  // nothing succeeds whatever the generation.
+  absl::Status update(Txn& txn, std::string_view id, const SpecMutation& mutate, ControlResult* out,
+                      std::optional<std::uint64_t> expected_generation = std::nullopt) const;
   // Create-or-update by id: creates when absent or cancelled, otherwise
-  // update() to `spec`; an unchanged spec changes nothing.
-  absl::Status apply(Txn& txn, const JobSpec& spec, ControlResult* out) const;
+  // update() to `spec`; an unchanged spec changes nothing. With an expected
+  // generation: an absent job is a mismatch (nothing to match); a cancelled
+  // one is re-created only when the expected generation is its tombstone's.
+  absl::Status apply(Txn& txn, const JobSpec& spec, ControlResult* out,
+                     std::optional<std::uint64_t> expected_generation = std::nullopt) const;
   // A manual run (RunKind::kManual) with its own idempotency key. Respects
   // the overlap policy unless args.force (FailedPrecondition when it refuses).
   absl::Status trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const;
   absl::Status ledger(Txn& txn, const LedgerQuery& q, LedgerResult* out) const;
   absl::Status runs(Txn& txn, const RunsQuery& q, RunsResult* out) const;
-  // NotFound when the id never existed.
-  absl::Status cancel(Txn& txn, std::string_view id, CancelResult* out) const;
+  // NotFound when the id never existed. Cancelling bumps the generation;
+  // cancelling a cancelled job succeeds without the generation check.
+  absl::Status cancel(Txn& txn, std::string_view id, CancelResult* out,
+                      std::optional<std::uint64_t> expected_generation = std::nullopt) const;
   absl::Status get_run(Txn& txn, const RunId& id, std::optional<RunRecord>* out) const;
 
   // Leadership of `shard` for `node`. `known_epoch` is the epoch the node

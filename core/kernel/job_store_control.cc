@@ -36,14 +36,18 @@ Event job_event(std::string_view kind, const JobRecord& job) {
 }
 }  // namespace
 
-absl::Status JobStore::pause(Txn& txn, std::string_view id, ControlResult* out) const {
+absl::Status JobStore::pause(Txn& txn, std::string_view id, ControlResult* out,
+                             std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   KAIROS_ASSIGN_OR_RETURN(JobRecord job, live_job(txn, id));
   if (job.paused) {
     out->job = job;
     return absl::OkStatus();
   }
+  KAIROS_RETURN_IF_ERROR(check_generation(id, expected_generation, job.generation));
   const absl::Time now = txn.now();
+  job.generation += 1;
+  job.updated_at = now;
   if (job.next_due_at) txn.erase(keys::due(shard_of(id), *job.next_due_at, id));
   job.next_due_at.reset();  // next_nominal is kept for resume
   job.paused = true;
@@ -57,14 +61,18 @@ absl::Status JobStore::pause(Txn& txn, std::string_view id, ControlResult* out) 
   return absl::OkStatus();
 }
 
-absl::Status JobStore::resume(Txn& txn, std::string_view id, ControlResult* out) const {
+absl::Status JobStore::resume(Txn& txn, std::string_view id, ControlResult* out,
+                              std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   KAIROS_ASSIGN_OR_RETURN(JobRecord job, live_job(txn, id));
   if (!job.paused) {
     out->job = job;
     return absl::OkStatus();
   }
+  KAIROS_RETURN_IF_ERROR(check_generation(id, expected_generation, job.generation));
   const absl::Time now = txn.now();
+  job.generation += 1;
+  job.updated_at = now;
   job.paused = false;
   job.resumed_at = now;
   Event e = job_event(event_kinds::kJobResumed, job);
@@ -87,7 +95,8 @@ absl::Status JobStore::resume(Txn& txn, std::string_view id, ControlResult* out)
 }
 
 absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation& mutate,
-                              ControlResult* out) const {
+                              ControlResult* out,
+                              std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   KAIROS_ASSIGN_OR_RETURN(JobRecord job, live_job(txn, id));
   JobSpec spec = job.spec;
@@ -99,6 +108,7 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
     out->job = job;
     return absl::OkStatus();  // unchanged: nothing written
   }
+  KAIROS_RETURN_IF_ERROR(check_generation(id, expected_generation, job.generation));
   const absl::Time now = txn.now();
   const bool schedule_changed = spec.schedule != job.spec.schedule;
   const bool priority_changed = spec.policy.priority != job.spec.policy.priority;
@@ -157,12 +167,16 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
   return absl::OkStatus();
 }
 
-absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out) const {
+absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out,
+                             std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   const JobSpec spec = normalize_spec(raw);
   KAIROS_RETURN_IF_ERROR(validate_job_spec(spec));
   KAIROS_ASSIGN_OR_RETURN(auto existing, read<JobRecord>(txn, keys::job(spec.id), decode_job));
   if (!existing || existing->state != JobState::kActive) {
+    KAIROS_RETURN_IF_ERROR(check_generation(
+        spec.id, expected_generation,
+        existing ? std::optional<std::uint64_t>(existing->generation) : std::nullopt));
     CreateResult c;
     KAIROS_RETURN_IF_ERROR(create(txn, spec, &c));
     out->job = c.job;
@@ -176,7 +190,7 @@ absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out) c
         s = spec;
         return absl::OkStatus();
       },
-      out);
+      out, expected_generation);
 }
 
 absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const {
