@@ -155,6 +155,27 @@ struct ControlResult {
 };
 using SpecMutation = std::function<absl::Status(JobSpec&)>;
 
+// Batch apply (POST /v1/jobs:batch): every spec create-or-updated as
+// apply() does, all in one transaction, all or nothing.
+inline constexpr std::size_t kMaxBatchSize = 1000;
+struct BatchItemError {
+  std::size_t index = 0;  // position of the spec in the batch
+  absl::Status status;    // its error; fields named relative to the job ("policy.priority")
+};
+struct BatchResult {
+  std::vector<ControlResult> items;    // committed: one per spec, same order
+  std::vector<BatchItemError> errors;  // refused: the failing items, by index
+  // Every item's events, in item order (the items' own lists are left empty).
+  std::vector<Event> events;
+};
+// Checks a batch without a store: its size (1..kMaxBatchSize), every spec
+// (validate_job_spec after normalize_spec) and that no id appears twice.
+// Every failing item is reported in `errors` (index order), not just the
+// first; an empty or oversized batch reports no item and returns its error.
+// OK iff the batch may be applied; otherwise InvalidArgument naming the
+// first failing item ("jobs[3]: policy.priority: ...") and how many failed.
+absl::Status validate_batch(const std::vector<JobSpec>& specs, std::vector<BatchItemError>* errors);
+
 struct TriggerArgs {
   std::string job_id;
   // Chosen once by the caller and kept across retries of the same request:
@@ -337,6 +358,15 @@ class JobStore {
   // one is re-created only when the expected generation is its tombstone's.
   absl::Status apply(Txn& txn, const JobSpec& spec, ControlResult* out,
                      std::optional<std::uint64_t> expected_generation = std::nullopt) const;
+  // All-or-nothing batch: validate_batch(), then apply() of every spec in
+  // order in this one transaction. When any spec is invalid or refused (an
+  // apply error, e.g. the store refuses it), the body returns an error, so
+  // the transaction writes nothing; `out->errors` names the failing items
+  // (every invalid one when validation failed, else the one refused), and
+  // the returned status names the first (code kept from the item's error:
+  // InvalidArgument for a bad spec). Idempotent like apply(): re-running a
+  // batch that committed changes nothing.
+  absl::Status apply_batch(Txn& txn, const std::vector<JobSpec>& specs, BatchResult* out) const;
   // A manual run (RunKind::kManual) with its own idempotency key. Respects
   // the overlap policy unless args.force (FailedPrecondition when it refuses).
   absl::Status trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const;

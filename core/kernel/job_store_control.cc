@@ -1,8 +1,11 @@
 // JobStore, job control: pause, resume, update (in place, same incarnation),
 // apply (create-or-update), manual triggers, and the ledger and runs
 // queries.
+#include <map>
+#include <string>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
@@ -191,6 +194,61 @@ absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out,
         return absl::OkStatus();
       },
       out, expected_generation);
+}
+
+namespace {
+// The item's error with "jobs[i]: " before its message, code and payloads kept.
+absl::Status item_error(std::size_t index, const absl::Status& s) {
+  absl::Status out(s.code(), absl::StrCat("jobs[", index, "]: ", s.message()));
+  s.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& value) { out.SetPayload(url, value); });
+  return out;
+}
+}  // namespace
+
+absl::Status validate_batch(const std::vector<JobSpec>& specs,
+                            std::vector<BatchItemError>* errors) {
+  errors->clear();
+  if (specs.empty()) return invalid("jobs", "the batch is empty");
+  if (specs.size() > kMaxBatchSize)
+    return invalid("jobs",
+                   absl::StrCat("at most ", kMaxBatchSize, " jobs per batch, got ", specs.size()));
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    absl::Status s = validate_job_spec(normalize_spec(specs[i]));
+    if (s.ok()) {
+      auto [it, fresh] = seen.emplace(specs[i].id, i);
+      if (!fresh)
+        s = invalid("id", absl::StrCat("'", specs[i].id, "' appears twice in the batch (jobs[",
+                                       it->second, "] and jobs[", i, "])"));
+    }
+    if (!s.ok()) errors->push_back({i, std::move(s)});
+  }
+  if (errors->empty()) return absl::OkStatus();
+  const BatchItemError& first = errors->front();
+  return absl::InvalidArgumentError(absl::StrCat(item_error(first.index, first.status).message(),
+                                                 " (", errors->size(), " of ", specs.size(),
+                                                 " jobs invalid)"));
+}
+
+absl::Status JobStore::apply_batch(Txn& txn, const std::vector<JobSpec>& specs,
+                                   BatchResult* out) const {
+  *out = {};
+  KAIROS_RETURN_IF_ERROR(validate_batch(specs, &out->errors));
+  out->items.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    ControlResult item;
+    if (absl::Status s = apply(txn, specs[i], &item); !s.ok()) {
+      out->items.clear();
+      out->events.clear();
+      out->errors.push_back({i, s});
+      return item_error(i, s);
+    }
+    for (Event& e : item.events) out->events.push_back(std::move(e));
+    item.events.clear();
+    out->items.push_back(std::move(item));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const {

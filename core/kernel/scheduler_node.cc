@@ -935,6 +935,36 @@ void SchedulerNode::apply_job(JobSpec spec, std::optional<std::uint64_t> expecte
       std::move(done));
 }
 
+void SchedulerNode::apply_jobs(std::vector<JobSpec> specs,
+                               std::function<void(absl::Status, BatchResult)> done) {
+  auto out = std::make_shared<BatchResult>();
+  if (auto s = validate_batch(specs, &out->errors); !s.ok()) {
+    Alive alive = alive_;
+    timers_.post([alive, done = std::move(done), s, out] {
+      if (*alive) done(s, std::move(*out));
+    });
+    return;
+  }
+  auto sp = std::make_shared<std::vector<JobSpec>>(std::move(specs));
+  transact_retrying(
+      "apply_batch", [this, sp, out](Txn& txn) { return store_.apply_batch(txn, *sp, out.get()); },
+      [this, out, done = std::move(done)](TxnResult r) {
+        if (r.committed()) {
+          record_all(out->events);
+          done(absl::OkStatus(), std::move(*out));
+        } else if (r.outcome == CommitOutcome::kAborted) {
+          out->items.clear();
+          out->events.clear();
+          done(r.status, std::move(*out));
+        } else {
+          done(absl::UnavailableError(absl::StrCat(
+                   "apply_batch: outcome ", absl_sv(to_string(r.outcome)),
+                   " after retries; the batch may have been applied; retrying it is safe")),
+               BatchResult{});
+        }
+      });
+}
+
 void SchedulerNode::trigger_job(std::string id, bool force,
                                 std::function<void(absl::StatusOr<TriggerResult>)> done) {
   auto args = std::make_shared<TriggerArgs>();

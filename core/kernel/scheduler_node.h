@@ -183,6 +183,15 @@ class SchedulerNode {
                      std::function<void(absl::StatusOr<ControlResult>)> done);
   // Create-or-update by id; re-applying an unchanged spec changes nothing.
   void apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done);
+  // All-or-nothing batch apply (JobStore::apply_batch) in one transaction.
+  // `done` gets OK and result.items (one per spec, in order) when committed;
+  // otherwise the error and, when items were at fault, result.errors naming
+  // every failing item by index (validation runs before any transaction, so
+  // a batch with invalid specs never reaches the store). Store trouble after
+  // the bounded retries is kUnavailable as for every job API call (retrying
+  // the same batch is safe: apply is idempotent).
+  void apply_jobs(std::vector<JobSpec> specs,
+                  std::function<void(absl::Status status, BatchResult result)> done);
   // A manual run with its own idempotency key; `force` ignores the overlap
   // policy. The trigger id is drawn once, so internal retries are idempotent.
   void trigger_job(std::string id, bool force,
