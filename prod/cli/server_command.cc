@@ -51,6 +51,7 @@
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "core/twins/loopback_transport.h"
+#include "prod/api/api_service.h"
 #include "prod/cli/commands.h"
 #include "prod/cli/job_runners.h"
 #include "prod/cli/server_flags.h"
@@ -359,6 +360,12 @@ int server_command(int argc, char** argv) {
     server.workers.push_back(std::move(w));
   }
 
+  auto api = api::ApiService::start(io, *server.node, server.metrics, flags.api,
+                                    [&server] { return server.store != nullptr; });
+  if (!api.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(api.status().message()).c_str());
+    return api.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
   server.node->start();
   for (auto& w : server.workers) w.worker->start();
   server.note("server.started", {{"node", flags.node_id},
@@ -400,6 +407,7 @@ int server_command(int argc, char** argv) {
   server.note("server.stopping",
               {{"signal", std::string(received == SIGINT ? "SIGINT" : "SIGTERM")}});
   signals.cancel();
+  (*api)->stop();  // no request reaches the node from here on
   server.shutdown(kill_grace);
   work.reset();
   server.note("server.stopped");

@@ -108,6 +108,15 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
              "run lease length (1s..24h); the heartbeat, the lease margin\n"
              "and the claim wait follow from it",
              set_duration(&flags.lease_ttl, kMinLeaseTtl, kMaxLeaseTtl)});
+  table.add({"http", "ADDR:PORT", "127.0.0.1:8080",
+             "serve the HTTP API there (port 0 picks a free one;\n"
+             "docs/API.md); an address other than loopback needs\n"
+             "--auth-token-file",
+             set_string(&flags.api.http)});
+  table.add({"auth-token-file", "FILE", "none",
+             "bearer tokens for the API, one per line; required unless\n"
+             "the --http address is loopback",
+             set_string(&flags.api.auth_token_file)});
   table.add({"listen", "ADDR:PORT", "127.0.0.1:7070",
              "where remote `kairos worker`s connect: a numeric IP or\n"
              "localhost and a port (0: any free port, logged in\n"

@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
+#include "prod/api/api_service.h"
 #include "prod/net/listen_config.h"
 
 namespace kairos::cli {
@@ -24,6 +25,7 @@ struct ServerFlags {
   std::string log_format = "text";
   bool demo = false;
   std::uint32_t demo_every = 10;
+  api::ApiServiceFlags api;  // --http, --auth-token-file (checked when the API starts)
   // Remote workers (prod/net/listen_config.h checks the pair).
   std::string listen{net::kDefaultListen};
   std::string worker_secret_file;
