@@ -273,7 +273,7 @@ int job_ledger(int argc, char** argv) {
   v.table.add(
       {"from", "TIME", "none", "occurrences at or after this RFC 3339 time", time_flag(&from)});
   v.table.add({"to", "TIME", "none", "occurrences before this RFC 3339 time", time_flag(&to)});
-  v.table.add({"limit", "N", "100", "at most N records (1..10000)", set_u32(&limit, 1, 10000)});
+  v.table.add({"limit", "N", "100", "at most N records (1..1000)", set_u32(&limit, 1, 1000)});
   if (auto code = v.start(argc, argv, 1)) return *code;
   std::string target = absl::StrCat(job_path(v.id()), "/occurrences?limit=", limit);
   if (!from.empty()) absl::StrAppend(&target, "&from=", url_encode(from));
