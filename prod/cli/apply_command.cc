@@ -59,7 +59,13 @@ int apply_command(int argc, char** argv) {
   c.table.add({"prune", "", "off", "cancel jobs of the same namespaces the file does not list",
                set_switch(&prune)});
   c.table.add({"dry-run", "", "off", "print the plan, change nothing", set_switch(&dry_run)});
-  if (auto code = c.start(argc, argv, 0)) return *code;
+  // `-f FILE` is the conventional short form of --file.
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::size_t i = 1; i < args.size() && args[i] != "--"; ++i)
+    if (args[i] == "-f") args[i] = "--file";
+  std::vector<char*> pointers;
+  for (std::string& a : args) pointers.push_back(a.data());
+  if (auto code = c.start(argc, pointers.data(), 0)) return *code;
   if (file.empty()) return c.table.usage_error("flag --file (-f) is required");
   auto text = read_bounded_file(file, kMaxResponseSize);
   if (!text.ok())

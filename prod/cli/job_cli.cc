@@ -446,7 +446,6 @@ std::optional<int> parse_command_line(FlagTable& table, int argc, char** argv,
       continue;
     }
     if (arg == "--") flags_done = true;
-    if (arg == "-f") arg = "--file";
     const Flag* match = nullptr;
     std::optional<std::string> value;
     for (const Flag& f : repeatable) {

@@ -83,7 +83,7 @@ std::string pretty_json(const boost::json::value& v);
 // (the table refuses a flag given twice): every `--NAME VALUE` or
 // `--NAME=VALUE` of a repeatable flag before a lone `--` goes to its setter,
 // in order. The repeatable flags are also added to the table, so --help lists
-// them. `-f` is read as `--file`. Returns what FlagTable::parse returns.
+// them. Returns what FlagTable::parse returns.
 std::optional<int> parse_command_line(FlagTable& table, int argc, char** argv,
                                       const std::vector<Flag>& repeatable);
 // A setter that appends each value to `out`.
