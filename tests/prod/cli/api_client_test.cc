@@ -334,5 +334,24 @@ TEST_F(Commands, ApplyDryRunWritesNothing) {
   EXPECT_EQ(run(apply_command, {"apply"}).code, kExitUsage);
 }
 
+TEST_F(Commands, EditSavesWithIfMatchAndReportsAConcurrentChange) {
+  const std::string job =
+      R"({"id":"a","schedule":{"every":"10s"},"command":{"argv":["/bin/true"]},"policy":{"priority":5},"status":{"generation":4}})";
+  setenv("TMPDIR", testing::TempDir().c_str(), 1);  // the kept edit goes there
+  setenv("VISUAL", R"(sed -i s/\"priority\":\ 5/\"priority\":\ 6/)", 1);
+  replies.push_back(response(200, job, {{"ETag", "\"4\""}}));
+  replies.push_back(response(412, R"({"error":{"code":"precondition_failed","message":"gen"}})"));
+  Outcome r = run(job_command, {"job", "edit", "a"});
+  EXPECT_EQ(r.code, kExitConflict) << r.err;
+  EXPECT_NE(r.err.find("changed on the server since generation 4"), std::string::npos) << r.err;
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].method, "PUT");
+  EXPECT_EQ(requests[1].headers.back(), (std::pair<std::string, std::string>{"If-Match", "\"4\""}));
+  auto sent = api::decode_job_spec(requests[1].body);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(sent->policy.priority, 6);
+  unsetenv("VISUAL");
+}
+
 }  // namespace
 }  // namespace kairos::cli
