@@ -80,7 +80,9 @@ absl::StatusOr<HttpResponse> exchange(const ServerUrl& server, absl::Duration ti
   req.version(11);
   req.method_string(request.method);
   req.target(server.base_path + request.target);
-  req.set(http::field::host, absl::StrCat(server.host, ":", server.port));
+  const bool ipv6 = server.host.find(':') != std::string::npos;
+  req.set(http::field::host,
+          absl::StrCat(ipv6 ? "[" : "", server.host, ipv6 ? "]:" : ":", server.port));
   req.set(http::field::user_agent, "kairos-cli");
   req.set(http::field::accept, "application/json");
   req.set(http::field::connection, "close");
