@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -215,6 +216,13 @@ class Cluster {
   std::vector<FaultWindow> windows_;
   std::vector<Occurrence> expected_;
   std::vector<CorruptedRecord> corrupted_;
+  // True-time execution of every attempt (the runners' observers), open
+  // ones by (worker, runner handle); and the nodes' time faults.
+  std::vector<Execution> executions_;
+  std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
+  std::vector<NodeWindow> time_faults_;
+  void on_execution(NodeId worker, RunHandle handle, const RunRequest& request, bool started);
+  void time_fault(NodeId node, absl::Duration length, std::string what);
   std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause
   std::vector<ClockSpec> configured_clocks_;  // by NodeId: the scenario's clock lines
   absl::Duration starvation_bound_;           // the kernel's, from the scheduler config
