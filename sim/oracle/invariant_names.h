@@ -41,6 +41,9 @@ inline constexpr std::string_view kOverlapRespected = "overlap-respected";
 inline constexpr std::string_view kCatchUpBounded = "catch-up-bounded";
 inline constexpr std::string_view kMisfireThreshold = "misfire-threshold";
 inline constexpr std::string_view kPriorityOrder = "priority-order";
+// The true-time execution rules (sim/oracle/execution_checks.cc).
+inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
+inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
 }  // namespace inv
 
 // Every invariant, in the order the checker runs and reports them.
@@ -93,6 +96,11 @@ inline constexpr std::array kInvariants = {
                   "(P6) on-time, late and misfire outcomes match the threshold and the policy"},
     InvariantInfo{inv::kPriorityOrder,
                   "(P7) a claim serves a shard's due runs starved-first, then by priority, FIFO"},
+    InvariantInfo{inv::kExecutionWithinLease,
+                  "(T1) no attempt executes (true time) after its lease expired by the store's "
+                  "clock, unless its worker was paused or its clock outside the bound"},
+    InvariantInfo{inv::kExecutionsNeverOverlap,
+                  "(T2) no two attempts of one run execute at overlapping true times"},
 };
 
 // Whether `name` is in kInvariants.

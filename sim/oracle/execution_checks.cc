@@ -1,0 +1,125 @@
+// The clock-safety rules, judged in true time: what the simulated processes
+// really executed (History::executions, recorded by the runners), the lease
+// expiries the store's clock set (the run and leader facts), the workers'
+// own clocks at their lease writes and lease deadlines, and when a node's
+// own timekeeping was outside what the kernel assumes (History::time_faults:
+// a pause, a clock step, a rate change or a configured rate beyond the
+// kernel's max drift). These are the promises behind the sink's fencing:
+// a holder stops before its lease can lapse, so no run executes twice at
+// once, and the reaper and a leader act only on what the store's clock says.
+//
+// Exemptions are stated per rule: a paused process cannot stop on time (its
+// events wait), and a clock stepped or drifting beyond the bound breaks the
+// assumption the rule is about; fencing at the sink covers those, and the
+// sink invariants judge them.
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "sim/oracle/replay.h"
+
+namespace kairos::sim {
+
+namespace {
+
+// One applied leased write of a (run, token): the store time of its commit,
+// the expiry it set, the true time of the commit and the owner's clock then.
+struct LeaseWrite {
+  std::int64_t store_us = 0;
+  std::int64_t expiry_us = 0;
+  absl::Time at;
+  std::int64_t owner_clock_us = 0;
+};
+using LeaseKey = std::pair<std::uint32_t, std::uint64_t>;  // (interned run, token)
+
+// Every applied leased write (commits a store crash rolled back are
+// skipped: their replies never reached the holder), by (run, token), in
+// commit order.
+std::map<LeaseKey, std::vector<LeaseWrite>> lease_writes(const History& h) {
+  std::map<LeaseKey, std::vector<LeaseWrite>> out;
+  for (const RunFact& f : h.facts->runs()) {
+    if (f.state != RunState::kLeased || lost(h, f.commit)) continue;
+    out[{f.run, f.token}].push_back(
+        {f.store_us, f.lease_expiry_us, (*h.commits)[f.commit].at, f.owner_clock_us});
+  }
+  return out;
+}
+
+// Whether a time fault of `node` (or of the store, whose clock is the
+// reference) touches [from, to].
+bool time_faulted(const History& h, NodeId node, absl::Time from, absl::Time to) {
+  if (h.time_faults == nullptr) return false;
+  for (const NodeWindow& w : *h.time_faults)
+    if ((w.node == node || w.node == h.store_node) && w.from <= to && w.to >= from) return true;
+  return false;
+}
+
+std::string execution_text(const History& h, const Execution& e) {
+  return absl::StrCat(
+      "execution of token ", e.token, " on ", (*h.node_names)[e.node], " from ", time_text(e.start),
+      " to ",
+      e.end == absl::InfiniteFuture() ? std::string("the end of the run") : time_text(e.end),
+      " (store clock ", us_text(e.start_store_us), " .. ", us_text(e.end_store_us), ")");
+}
+
+void execution_violation(const History& h, const Execution& e, std::string detail,
+                         std::vector<std::string> evidence, Findings& out) {
+  const Interner& names = h.facts->strings();
+  Violation v;
+  v.job = names.name(e.job);
+  v.run = names.name(e.run);
+  v.detail = std::move(detail);
+  v.evidence = std::move(evidence);
+  v.evidence.insert(v.evidence.begin(), execution_text(h, e));
+  out.add(std::move(v));
+}
+
+}  // namespace
+
+// E1: an attempt stops executing no later than its lease's expiry by the
+// store's clock: the latest expiry an applied write of its (run, token) had
+// set by then. Exempt: its worker (or the store) had a time fault during it.
+void execution_within_lease(const History& h, const Replay&, Findings& out) {
+  if (h.executions == nullptr || h.facts == nullptr) return;
+  const auto leases = lease_writes(h);
+  for (const Execution& e : *h.executions) {
+    if (!out.open()) break;
+    auto it = leases.find({e.run, e.token});
+    if (it == leases.end()) continue;  // granted by a commit the history lacks
+    std::int64_t expiry_us = 0;
+    for (const LeaseWrite& w : it->second)
+      if (w.store_us <= e.end_store_us) expiry_us = std::max(expiry_us, w.expiry_us);
+    if (e.end_store_us <= expiry_us || time_faulted(h, e.node, e.start, e.end)) continue;
+    execution_violation(h, e,
+                        absl::StrCat("executed until store time ", us_text(e.end_store_us),
+                                     ", after its lease expired at ", us_text(expiry_us)),
+                        {}, out);
+  }
+}
+
+// E2: no two attempts of one run execute at overlapping true times (the
+// promise "never run twice at the same time", whatever the sink dedupes).
+// Exempt: an attempt whose worker (or the store) had a time fault during it.
+void executions_never_overlap(const History& h, const Replay&, Findings& out) {
+  if (h.executions == nullptr || h.facts == nullptr) return;
+  // Per run, the non-exempt execution that ends last so far (executions are
+  // recorded in start order).
+  std::map<std::uint32_t, const Execution*> last;
+  for (const Execution& e : *h.executions) {
+    if (!out.open()) break;
+    if (time_faulted(h, e.node, e.start, e.end)) continue;
+    const Execution*& prev = last[e.run];
+    if (prev != nullptr && e.start < prev->end)
+      execution_violation(
+          h, e,
+          absl::StrCat("started at ", time_text(e.start), " while the attempt with token ",
+                       prev->token, " on ", (*h.node_names)[prev->node], " was still executing"),
+          {execution_text(h, *prev)}, out);
+    if (prev == nullptr || e.end > prev->end) prev = &e;
+  }
+}
+
+}  // namespace kairos::sim
