@@ -483,6 +483,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kPriorityOrder, priority_order},
     {inv::kExecutionWithinLease, execution_within_lease},
     {inv::kExecutionsNeverOverlap, executions_never_overlap},
+    {inv::kDeadlineInsideLease, deadline_inside_lease},
 };
 
 constexpr bool rules_match_names() {

@@ -122,4 +122,51 @@ void executions_never_overlap(const History& h, const Replay&, Findings& out) {
   }
 }
 
+// E3: a worker's own-clock lease deadline lies a margin inside its lease
+// under the configured drift: measured from its clock at the latest applied
+// write of the lease (it sent its request no later), the deadline is at most
+// lease x (1 - max_drift) - margin away. Judged where the deadline is seen:
+// the worker stopping a run at it. Exempt: a time fault of the worker from
+// one lease length before that write to the deadline.
+void deadline_inside_lease(const History& h, const Replay&, Findings& out) {
+  if (h.facts == nullptr) return;
+  const auto leases = lease_writes(h);
+  const Interner& names = h.facts->strings();
+  for (const DeadlineFact& d : h.facts->deadlines()) {
+    if (!out.open()) break;
+    auto it = leases.find({d.run, d.token});
+    if (it == leases.end()) continue;
+    const LeaseWrite* w = nullptr;
+    for (const LeaseWrite& x : it->second)
+      if (x.at <= d.at) w = &x;
+    if (w == nullptr || w->owner_clock_us == 0) continue;
+    const std::int64_t ttl_us = w->expiry_us - w->store_us;
+    // The owner of the lease: the run fact names it; its time faults exempt.
+    NodeId owner = kWorldNode;
+    for (const RunFact& f : h.facts->runs())
+      if (f.run == d.run && f.token == d.token && f.state == RunState::kLeased) {
+        for (NodeId n = 0; n < h.node_names->size(); ++n)
+          if ((*h.node_names)[n] == names.name(f.owner)) owner = n;
+        break;
+      }
+    if (owner != kWorldNode && time_faulted(h, owner, w->at - absl::Microseconds(ttl_us), d.at))
+      continue;
+    const std::int64_t allowed_us =
+        ttl_us - ttl_us * h.max_drift_ppm / 1'000'000 - absl::ToInt64Microseconds(h.lease_margin);
+    const std::int64_t deadline_us = absl::ToUnixMicros(d.local);
+    // Two microseconds for the clock readings' truncation and timer rounding.
+    if (deadline_us <= w->owner_clock_us + allowed_us + 2) continue;
+    Violation v;
+    v.run = names.name(d.run);
+    v.detail = absl::StrCat(
+        "worker deadline at its clock ", time_text(d.local), " is ",
+        absl::FormatDuration(absl::Microseconds(deadline_us - w->owner_clock_us)),
+        " after its clock read ", us_text(w->owner_clock_us), " at the lease write (token ",
+        d.token, ", lease ", absl::FormatDuration(absl::Microseconds(ttl_us)),
+        "); at most lease x (1 - max drift) - margin = ",
+        absl::FormatDuration(absl::Microseconds(allowed_us)), " is inside the lease");
+    out.add(std::move(v));
+  }
+}
+
 }  // namespace kairos::sim

@@ -44,6 +44,7 @@ inline constexpr std::string_view kPriorityOrder = "priority-order";
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
+inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 }  // namespace inv
 
 // Every invariant, in the order the checker runs and reports them.
@@ -101,6 +102,9 @@ inline constexpr std::array kInvariants = {
                   "clock, unless its worker was paused or its clock outside the bound"},
     InvariantInfo{inv::kExecutionsNeverOverlap,
                   "(T2) no two attempts of one run execute at overlapping true times"},
+    InvariantInfo{inv::kDeadlineInsideLease,
+                  "(T3) a worker's own-clock lease deadline lies a margin inside its lease under "
+                  "the configured max drift"},
 };
 
 // Whether `name` is in kInvariants.

@@ -126,5 +126,36 @@ TEST(ExecutionChecks, TwoAttemptsOfOneRunExecutingAtOnceIsAViolation) {
   EXPECT_FALSE(make(absl::Seconds(30)).fires("executions-never-overlap"));
 }
 
+TEST(ExecutionChecks, AWorkerDeadlineBeyondTheLeaseUnderMaxDriftIsAViolation) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  // Lease 30s, max drift 1%, margin 1s: at most 28.7s past the worker's clock
+  // at the lease write (which reads true time + 5s here).
+  auto make = [&](absl::Duration after_write) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    x.commit(absl::Seconds(2), kLeader, granted(r, 1, x.at(absl::Seconds(2))));
+    x.facts.mutable_runs().back().owner_clock_us =
+        absl::ToUnixMicros(x.at(absl::Seconds(2) + absl::Seconds(5)));
+    Event e;
+    e.kind = event_kinds::kWorkerLeaseDeadline;
+    e.at = x.at(absl::Seconds(7) + after_write);  // the worker's clock
+    e.with("job", r.id.job_id)
+        .with("incarnation", r.id.incarnation)
+        .with("nominal", r.id.nominal)
+        .with("token", std::uint64_t{1});
+    x.facts.observe_event(e, x.at(absl::Seconds(2) + after_write));
+    return x;
+  };
+  EXPECT_FALSE(make(absl::Milliseconds(28'700)).fires("deadline-inside-lease"));
+  // Ignoring the drift (29s) or the margin (29.7s) puts it outside.
+  EXPECT_TRUE(make(absl::Seconds(29)).fires("deadline-inside-lease"));
+  EXPECT_TRUE(make(absl::Milliseconds(29'700)).fires("deadline-inside-lease"));
+  // A clock step of the worker in between: exempt.
+  TimeHist stepped = make(absl::Seconds(29));
+  stepped.time_faults.push_back(
+      {kWorker, stepped.at(absl::Seconds(10)), absl::InfiniteFuture(), "clock-jump"});
+  EXPECT_FALSE(stepped.fires("deadline-inside-lease"));
+}
+
 }  // namespace
 }  // namespace kairos::sim
