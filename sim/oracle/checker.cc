@@ -484,6 +484,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kExecutionWithinLease, execution_within_lease},
     {inv::kExecutionsNeverOverlap, executions_never_overlap},
     {inv::kDeadlineInsideLease, deadline_inside_lease},
+    {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
 };
 
 constexpr bool rules_match_names() {

@@ -169,4 +169,26 @@ void deadline_inside_lease(const History& h, const Replay&, Findings& out) {
   }
 }
 
+// E4: the reaper re-queues (or fails) a leased run only once its lease has
+// expired by the store's clock: a lapse commits at a store time at or after
+// the expiry it ends.
+void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out) {
+  for (const RunStep& s : r.run_steps) {
+    const RunFact& f = *s.fact;
+    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
+        (f.state != RunState::kReady && f.state != RunState::kFailed))
+      continue;
+    if (f.store_us >= s.before_lease_expiry_us) continue;
+    Violation v;
+    const Interner& names = h.facts->strings();
+    v.job = names.name(f.job);
+    v.run = names.name(f.run);
+    v.detail = absl::StrCat("lease of token ", s.before_token, " lapsed at store time ",
+                            us_text(f.store_us), ", before its expiry ",
+                            us_text(s.before_lease_expiry_us));
+    v.evidence.push_back(fact_text(h, f));
+    out.add(std::move(v));
+  }
+}
+
 }  // namespace kairos::sim

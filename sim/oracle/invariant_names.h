@@ -45,6 +45,7 @@ inline constexpr std::string_view kPriorityOrder = "priority-order";
 inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
+inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
 }  // namespace inv
 
 // Every invariant, in the order the checker runs and reports them.
@@ -105,6 +106,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kDeadlineInsideLease,
                   "(T3) a worker's own-clock lease deadline lies a margin inside its lease under "
                   "the configured max drift"},
+    InvariantInfo{inv::kReaperWaitsForExpiry,
+                  "(T4) the reaper re-queues or fails a leased run only after its lease expired "
+                  "by the store's clock"},
 };
 
 // Whether `name` is in kInvariants.

@@ -157,5 +157,19 @@ TEST(ExecutionChecks, AWorkerDeadlineBeyondTheLeaseUnderMaxDriftIsAViolation) {
   EXPECT_FALSE(stepped.fires("deadline-inside-lease"));
 }
 
+TEST(ExecutionChecks, AReaperLapsingAnUnexpiredLeaseIsAViolation) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&](absl::Duration lapse_at) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    const RunRecord g = granted(r, 1, x.at(absl::Seconds(2)));  // until 32s
+    x.commit(absl::Seconds(2), kLeader, g);
+    x.commit(lapse_at, kLeader, lapsed(g, x.at(lapse_at)));
+    return x;
+  };
+  EXPECT_FALSE(make(absl::Seconds(32)).fires("reaper-waits-for-expiry"));
+  EXPECT_TRUE(make(absl::Seconds(31)).fires("reaper-waits-for-expiry"));
+}
+
 }  // namespace
 }  // namespace kairos::sim
