@@ -485,6 +485,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kExecutionsNeverOverlap, executions_never_overlap},
     {inv::kDeadlineInsideLease, deadline_inside_lease},
     {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
+    {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
 };
 
 constexpr bool rules_match_names() {

@@ -191,4 +191,60 @@ void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out) {
   }
 }
 
+// E5: a leader body's writes -- the reaper's lapses and the dispatch's
+// occurrence decisions (ledger records other than a cancel's, a manual
+// run's, and a pause's, which a resume on any node may write) -- commit
+// only by the node the shard's leader record names, before that record's
+// expiry by the store's clock. (The runs a dispatch creates:
+// no-stale-leader-writes.)
+void leader_writes_within_lease(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  auto judge = [&](const LeaderView& l, std::uint64_t commit, std::int64_t store_us,
+                   std::uint32_t shard, std::string what, std::string job, std::string run) {
+    const std::string& writer = (*h.node_names)[(*h.commits)[commit].client];
+    if (l.known() && names.name(l.holder) == writer && store_us < l.expiry_us) return;
+    Violation v;
+    v.job = std::move(job);
+    v.run = std::move(run);
+    v.detail = absl::StrCat(
+        writer, " wrote ", what, " of shard ", shard, " at store time ", us_text(store_us),
+        !l.known() ? std::string(", which has no leader")
+                   : absl::StrCat(" while the leader record named ", names.name(l.holder),
+                                  " epoch ", l.epoch, " until ", us_text(l.expiry_us)));
+    out.add(std::move(v));
+  };
+  for (const RunStep& s : r.run_steps) {
+    const RunFact& f = *s.fact;
+    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
+        (f.state != RunState::kReady && f.state != RunState::kFailed))
+      continue;
+    judge(s.leader, f.commit, f.store_us, f.shard, "a lease lapse", names.name(f.job),
+          names.name(f.run));
+  }
+  // The ledger's dispatch decisions, judged against the shard's leader
+  // record at their commit (a job's shard: from its runs).
+  std::map<std::uint32_t, std::uint32_t> shard_of;
+  for (const RunFact& f : h.facts->runs()) shard_of.emplace(f.job, f.shard);
+  std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, LeaderView>>> leaders;
+  for (const LeaderStep& s : r.leader_steps)
+    leaders[s.fact->shard].push_back(
+        {s.fact->commit, LeaderView{s.fact->holder, s.fact->epoch, s.fact->expiry_us}});
+  for (const LedgerFact& l : h.facts->ledger()) {
+    if (!out.open()) break;
+    if (l.commit == LedgerFact::kFromEvent || lost(h, l.commit)) continue;
+    const std::string& outcome = names.name(l.outcome);
+    if (outcome == "cancelled" || outcome == "manual" || outcome == "paused") continue;
+    auto sh = shard_of.find(l.job);
+    if (sh == shard_of.end()) continue;
+    LeaderView view;
+    if (auto it = leaders.find(sh->second); it != leaders.end())
+      for (const auto& [commit, v] : it->second)
+        if (commit <= l.commit) view = v;
+    judge(view, l.commit, l.store_us, sh->second,
+          absl::StrCat("a ledger decision (", outcome, ", ", time_text(l.from), ")"),
+          names.name(l.job), "");
+  }
+}
+
 }  // namespace kairos::sim

@@ -46,6 +46,7 @@ inline constexpr std::string_view kExecutionWithinLease = "execution-within-leas
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
+inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
 }  // namespace inv
 
 // Every invariant, in the order the checker runs and reports them.
@@ -109,6 +110,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kReaperWaitsForExpiry,
                   "(T4) the reaper re-queues or fails a leased run only after its lease expired "
                   "by the store's clock"},
+    InvariantInfo{inv::kLeaderWritesWithinLease,
+                  "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
+                  "leader before its lease expiry (store clock)"},
 };
 
 // Whether `name` is in kInvariants.

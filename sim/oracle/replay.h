@@ -209,6 +209,7 @@ void execution_within_lease(const History& h, const Replay& r, Findings& out);
 void executions_never_overlap(const History& h, const Replay& r, Findings& out);
 void deadline_inside_lease(const History& h, const Replay& r, Findings& out);
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
+void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
 // Interned ids of the jobs the client paused, resumed or rescheduled (from
 // its client.paused / client.resumed / client.rescheduled events).
 std::set<std::uint32_t> controlled_jobs(const History& h);

@@ -171,5 +171,31 @@ TEST(ExecutionChecks, AReaperLapsingAnUnexpiredLeaseIsAViolation) {
   EXPECT_TRUE(make(absl::Seconds(31)).fires("reaper-waits-for-expiry"));
 }
 
+TEST(ExecutionChecks, LeaderBodyWritesByANonLeaderOrAfterExpiryAreViolations) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&](NodeId reaper, NodeId decider, bool expired = false) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    const RunRecord g = granted(r, 1, x.at(absl::Seconds(2)));
+    x.commit(absl::Seconds(2), kLeader, g);
+    x.commit(absl::Seconds(40), reaper, lapsed(g, x.at(absl::Seconds(40))));
+    if (expired)  // the leader's last renewal, expiring at 55s
+      x.commit(absl::Seconds(50), kLeader, std::nullopt,
+               std::make_pair(0u, LeaderRecord{"scheduler-1", 1, x.at(absl::Seconds(55))}));
+    LedgerRecord l;
+    l.incarnation = 1;
+    l.nominal = l.through = l.fire_at = x.at(absl::Seconds(60));
+    l.count = 1;
+    l.outcome = LedgerOutcome::kSkippedMisfire;
+    x.commit_ops(absl::Seconds(61), decider, {Hist::put("job-a", l)});
+    return x;
+  };
+  EXPECT_FALSE(make(kLeader, kLeader).fires("leader-writes-within-lease"));
+  EXPECT_TRUE(make(kOther, kLeader).fires("leader-writes-within-lease"));
+  EXPECT_TRUE(make(kLeader, kOther).fires("leader-writes-within-lease"));
+  // The leader itself, after its record expired.
+  EXPECT_TRUE(make(kLeader, kLeader, /*expired=*/true).fires("leader-writes-within-lease"));
+}
+
 }  // namespace
 }  // namespace kairos::sim
