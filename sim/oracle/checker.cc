@@ -486,6 +486,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kDeadlineInsideLease, deadline_inside_lease},
     {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
     {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
+    {inv::kExpectationsMet, expectations_met},
 };
 
 constexpr bool rules_match_names() {

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +29,7 @@
 #include "core/kernel/records.h"
 #include "core/ports/event_log.h"
 #include "core/twins/memory_storage.h"
+#include "sim/oracle/expectation.h"
 #include "sim/world/sink.h"
 #include "sim/world/store_service.h"
 #include "sim/world/world.h"
@@ -268,6 +271,10 @@ struct History {
   // most max_drift_ppm slow and stops `margin` inside its lease.
   std::int64_t max_drift_ppm = 0;
   absl::Duration lease_margin = absl::ZeroDuration();
+  // What the scenario states its run must show, and the coverage marks the
+  // run hit (how often each).
+  const std::vector<Expectation>* expectations = nullptr;
+  const std::map<std::string, std::uint64_t, std::less<>>* marks = nullptr;
 };
 
 }  // namespace kairos::sim

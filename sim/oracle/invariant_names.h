@@ -47,6 +47,8 @@ inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-ov
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
+// The scenario's own expectations (sim/oracle/expectations.cc).
+inline constexpr std::string_view kExpectationsMet = "expectations-met";
 }  // namespace inv
 
 // Every invariant, in the order the checker runs and reports them.
@@ -113,6 +115,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeaderWritesWithinLease,
                   "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
                   "leader before its lease expiry (store clock)"},
+    InvariantInfo{inv::kExpectationsMet,
+                  "(S) every `expect` line of the scenario holds on the run: what it exists to "
+                  "show happened"},
 };
 
 // Whether `name` is in kInvariants.

@@ -573,6 +573,8 @@ History Cluster::history() const {
   const LeaseConfig lease = lease_config(scenario_.timing);
   h.max_drift_ppm = lease.max_drift_ppm;
   h.lease_margin = lease.margin;
+  h.expectations = &scenario_.expectations;
+  h.marks = &world_.marks();
   return h;
 }
 
