@@ -91,7 +91,8 @@ inline constexpr std::array kInvariants = {
                   "(P2) no run is granted more often than its job's max_attempts"},
     InvariantInfo{
         inv::kRetryBackoff,
-        "(P3) a failed attempt's retry becomes ready within [lower bound, base] of its backoff"},
+        "(P3) a failed attempt's retry becomes ready exactly its documented backoff after the "
+        "failure: base(k) less the run's jitter cut, within [base - jitter, base]"},
     InvariantInfo{inv::kOverlapRespected,
                   "(P4) a job's unfinished runs never exceed what its overlap policy allows"},
     InvariantInfo{inv::kCatchUpBounded,
