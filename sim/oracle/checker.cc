@@ -452,7 +452,8 @@ void timeliness(const History& h, const Replay& r, Findings& out) {
 }
 
 // The registry: the rule of every name in kInvariants (the policy rules are
-// in sim/oracle/policy_checks.cc).
+// in sim/oracle/policy_checks.cc, the true-time rules in
+// sim/oracle/execution_checks.cc).
 struct RuleEntry {
   std::string_view name;
   Invariant::Rule rule;
@@ -480,6 +481,12 @@ constexpr RuleEntry kRules[] = {
     {inv::kCatchUpBounded, catch_up_bounded},
     {inv::kMisfireThreshold, misfire_threshold},
     {inv::kPriorityOrder, priority_order},
+    {inv::kExecutionWithinLease, execution_within_lease},
+    {inv::kExecutionsNeverOverlap, executions_never_overlap},
+    {inv::kDeadlineInsideLease, deadline_inside_lease},
+    {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
+    {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
+    {inv::kExpectationsMet, expectations_met},
 };
 
 constexpr bool rules_match_names() {

@@ -52,6 +52,22 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     ledger_.push_back(l);
     return;
   }
+  if (e.kind == event_kinds::kWorkerLeaseDeadline) {
+    const auto* job = e.find("job");
+    const auto* inc = e.find("incarnation");
+    const auto* nominal = e.find("nominal");
+    const auto* token = e.find("token");
+    if (!job || !inc || !nominal || !token) return;
+    DeadlineFact d;
+    d.run = strings_.id(
+        idempotency_key(RunId{std::get<std::string>(*job), std::get<std::uint64_t>(*inc),
+                              std::get<absl::Time>(*nominal)}));
+    d.token = std::get<std::uint64_t>(*token);
+    d.at = at;
+    d.local = e.at;
+    deadlines_.push_back(d);
+    return;
+  }
   WriteFact w;
   if (e.kind == event_kinds::kRunCompleted)
     w.kind = WriteFact::Kind::kCompleted;

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +29,7 @@
 #include "core/kernel/records.h"
 #include "core/ports/event_log.h"
 #include "core/twins/memory_storage.h"
+#include "sim/oracle/expectation.h"
 #include "sim/world/sink.h"
 #include "sim/world/store_service.h"
 #include "sim/world/world.h"
@@ -68,6 +71,9 @@ struct RunFact {
   std::int8_t priority = 0;
   bool manual = false;                         // RunKind::kManual
   AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
+  // A leased write: the owner's own clock at the true time of the commit
+  // (the simulator reads it; 0 when not leased or the owner is not a node).
+  std::int64_t owner_clock_us = 0;
 };
 
 // One write of a shard's leader record.
@@ -113,16 +119,30 @@ struct LedgerFact {
   std::int64_t store_us = 0;
 };
 
+// A worker stopping a run at its own-clock lease deadline
+// ("worker.lease_deadline"): the run, the token it held, the true time and
+// the worker's clock then (the deadline, to within one timer rounding).
+struct DeadlineFact {
+  std::uint32_t run = 0;  // interned idempotency key
+  std::uint64_t token = 0;
+  absl::Time at;     // true time
+  absl::Time local;  // the worker's clock
+};
+
 class FactRecorder {
  public:
   void observe(const StoreCommit& commit, const std::vector<WriteOp>& ops);
-  // Keeps the WriteFact of a completion/renewal/release event and the
-  // LedgerFact of a policy decision; ignores other events.
+  // Keeps the WriteFact of a completion/renewal/release event, the
+  // LedgerFact of a policy decision and the DeadlineFact of a worker's lease
+  // deadline; ignores other events.
   void observe_event(const Event& event, absl::Time at);
   const std::vector<RunFact>& runs() const { return runs_; }
   const std::vector<LeaderFact>& leaders() const { return leaders_; }
   const std::vector<WriteFact>& writes() const { return writes_; }
   const std::vector<LedgerFact>& ledger() const { return ledger_; }
+  const std::vector<DeadlineFact>& deadlines() const { return deadlines_; }
+  // The run facts, writable: the recorder's owner stamps owner_clock_us.
+  std::vector<RunFact>& mutable_runs() { return runs_; }
   Interner& strings() { return strings_; }
   const Interner& strings() const { return strings_; }
 
@@ -131,7 +151,31 @@ class FactRecorder {
   std::vector<LeaderFact> leaders_;
   std::vector<WriteFact> writes_;
   std::vector<LedgerFact> ledger_;
+  std::vector<DeadlineFact> deadlines_;
   Interner strings_;
+};
+
+// One attempt as the simulated process executed it: from the runner's start
+// to the moment it stopped executing (it finished, was stopped, or its node
+// crashed), in true time and by the store's clock at those instants. An
+// attempt still executing when the run ends has end = InfiniteFuture.
+struct Execution {
+  std::uint32_t run = 0;  // interned idempotency key
+  std::uint32_t job = 0;  // interned job id
+  std::uint64_t token = 0;
+  NodeId node = kWorldNode;  // the worker
+  absl::Time start, end = absl::InfiniteFuture();
+  std::int64_t start_store_us = 0, end_store_us = 0;
+};
+
+// When a node's own timekeeping was outside what the kernel assumes: paused
+// (its events deferred), its clock stepped, or its rate changed or
+// configured beyond the kernel's max drift. The true-time execution rules
+// exempt what these cover.
+struct NodeWindow {
+  NodeId node = kWorldNode;
+  absl::Time from, to;  // true time
+  std::string what;
 };
 
 struct NodeEvent {
@@ -218,6 +262,19 @@ struct History {
   // occurrences of these jobs due from then on are not in `expected`.
   const std::vector<CorruptedRecord>* corrupted = nullptr;
   Bounds bounds;
+  // True-time execution (the simulated runners), and when a node's own time
+  // was not what the kernel assumes.
+  const std::vector<Execution>* executions = nullptr;
+  const std::vector<NodeWindow>* time_faults = nullptr;
+  NodeId store_node = kWorldNode;
+  // The kernel's lease assumptions (LeaseConfig): a holder's clock runs at
+  // most max_drift_ppm slow and stops `margin` inside its lease.
+  std::int64_t max_drift_ppm = 0;
+  absl::Duration lease_margin = absl::ZeroDuration();
+  // What the scenario states its run must show, and the coverage marks the
+  // run hit (how often each).
+  const std::vector<Expectation>* expectations = nullptr;
+  const std::map<std::string, std::uint64_t, std::less<>>* marks = nullptr;
 };
 
 }  // namespace kairos::sim

@@ -41,6 +41,14 @@ inline constexpr std::string_view kOverlapRespected = "overlap-respected";
 inline constexpr std::string_view kCatchUpBounded = "catch-up-bounded";
 inline constexpr std::string_view kMisfireThreshold = "misfire-threshold";
 inline constexpr std::string_view kPriorityOrder = "priority-order";
+// The true-time execution rules (sim/oracle/execution_checks.cc).
+inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
+inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
+inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
+inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
+inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
+// The scenario's own expectations (sim/oracle/expectations.cc).
+inline constexpr std::string_view kExpectationsMet = "expectations-met";
 }  // namespace inv
 
 // Every invariant, in the order the checker runs and reports them.
@@ -83,7 +91,8 @@ inline constexpr std::array kInvariants = {
                   "(P2) no run is granted more often than its job's max_attempts"},
     InvariantInfo{
         inv::kRetryBackoff,
-        "(P3) a failed attempt's retry becomes ready within [lower bound, base] of its backoff"},
+        "(P3) a failed attempt's retry becomes ready exactly its documented backoff after the "
+        "failure: base(k) less the run's jitter cut, within [base - jitter, base]"},
     InvariantInfo{inv::kOverlapRespected,
                   "(P4) a job's unfinished runs never exceed what its overlap policy allows"},
     InvariantInfo{inv::kCatchUpBounded,
@@ -93,6 +102,23 @@ inline constexpr std::array kInvariants = {
                   "(P6) on-time, late and misfire outcomes match the threshold and the policy"},
     InvariantInfo{inv::kPriorityOrder,
                   "(P7) a claim serves a shard's due runs starved-first, then by priority, FIFO"},
+    InvariantInfo{inv::kExecutionWithinLease,
+                  "(T1) no attempt executes (true time) after its lease expired by the store's "
+                  "clock, unless its worker was paused or its clock outside the bound"},
+    InvariantInfo{inv::kExecutionsNeverOverlap,
+                  "(T2) no two attempts of one run execute at overlapping true times"},
+    InvariantInfo{inv::kDeadlineInsideLease,
+                  "(T3) a worker's own-clock lease deadline lies a margin inside its lease under "
+                  "the configured max drift"},
+    InvariantInfo{inv::kReaperWaitsForExpiry,
+                  "(T4) the reaper re-queues or fails a leased run only after its lease expired "
+                  "by the store's clock"},
+    InvariantInfo{inv::kLeaderWritesWithinLease,
+                  "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
+                  "leader before its lease expiry (store clock)"},
+    InvariantInfo{inv::kExpectationsMet,
+                  "(S) every `expect` line of the scenario holds on the run: what it exists to "
+                  "show happened"},
 };
 
 // Whether `name` is in kInvariants.

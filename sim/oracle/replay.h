@@ -204,6 +204,18 @@ void overlap_respected(const History& h, const Replay& r, Findings& out);
 void catch_up_bounded(const History& h, const Replay& r, Findings& out);
 void misfire_threshold(const History& h, const Replay& r, Findings& out);
 void priority_order(const History& h, const Replay& r, Findings& out);
+// The true-time execution rules (sim/oracle/execution_checks.cc).
+void execution_within_lease(const History& h, const Replay& r, Findings& out);
+void executions_never_overlap(const History& h, const Replay& r, Findings& out);
+void deadline_inside_lease(const History& h, const Replay& r, Findings& out);
+void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
+void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
+// The scenario's expectations (sim/oracle/expectations.cc), and one run
+// counter of an expectation (`runs.*`, `ledger.*`) over the jobs of job line
+// `job` (0: every job).
+void expectations_met(const History& h, const Replay& r, Findings& out);
+std::uint64_t run_counter(const History& h, const Replay& r, std::string_view fact,
+                          std::uint32_t job);
 // Interned ids of the jobs the client paused, resumed or rescheduled (from
 // its client.paused / client.resumed / client.rescheduled events).
 std::set<std::uint32_t> controlled_jobs(const History& h);

@@ -462,6 +462,7 @@ struct ParseState {
   // Job and control lines are checked against the whole file at the end.
   std::vector<int>& job_lines;
   std::vector<int>& control_lines;
+  std::vector<int>& expect_lines;
 
   int number() const { return line.number; }
   absl::Status error(std::string_view what) const { return parser.error(line.number, what); }
@@ -892,6 +893,42 @@ void format_ignore(const Scenario& s, std::string& out) {
   for (const auto& i : s.ignored) put(out, "ignore ", i);
 }
 
+// expect FACT OP N [job=K]
+absl::Status parse_expect(ParseState& p) {
+  constexpr std::string_view kForm =
+      "expected FACT OP NUMBER [job=K], e.g. \"expect kernel.clock-skew-fenced >= 1\"";
+  if (p.line.words.size() < 4) return p.error(absl::StrCat("expect: ", absl_sv(kForm)));
+  Expectation e;
+  e.fact = p.line.words[1];
+  const FactKind kind = fact_kind(e.fact);
+  if (kind == FactKind::kUnknown)
+    return p.error(absl::StrCat("expect: unknown fact \"", e.fact,
+                                "\"; expected a coverage mark (kairos-sim --list-marks), "
+                                "fault.KIND, or one of ",
+                                run_counter_names()));
+  if (!parse_expectation_op(p.line.words[2], &e.op))
+    return p.error(absl::StrCat("expect: ", e.fact,
+                                ": expected a comparison ==, !=, <, <=, > or >=, got \"",
+                                p.line.words[2], "\""));
+  if (!absl::SimpleAtoi(p.line.words[3], &e.value) || p.line.words[3].empty() ||
+      p.line.words[3][0] == '+')
+    return p.error(absl::StrCat("expect: ", e.fact, ": expected a non-negative integer, got \"",
+                                p.line.words[3], "\""));
+  Attrs a = p.attrs(4);
+  a.num("job", &e.job, 1, 1000, "a job line number (1-based)");
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (e.job != 0 && kind != FactKind::kRunCounter)
+    return p.error(absl::StrCat("expect: ", e.fact,
+                                ": job= scopes run counters (runs.*, ledger.*) only, not a "
+                                "coverage mark"));
+  p.s.expectations.push_back(std::move(e));
+  p.expect_lines.push_back(p.number());
+  return absl::OkStatus();
+}
+void format_expect(const Scenario& s, std::string& out) {
+  for (const auto& e : s.expectations) put(out, expectation_text(e));
+}
+
 // --- The table ---------------------------------------------------------------
 
 // One directive of the language: its keyword(s), whether it may appear at
@@ -981,6 +1018,11 @@ constexpr Directive kDirectives[] = {
      format_swarm,
      "swarm per-hour=6 for=1s..30s kinds=pause,crash,net\n"},
     {{"ignore"}, false, parse_ignore, format_ignore, "ignore timeliness\nignore not-before-due\n"},
+    {{"expect"},
+     false,
+     parse_expect,
+     format_expect,
+     "expect kernel.clock-skew-fenced >= 1\nexpect ledger.late == 3\nexpect runs.failed < 5\n"},
 };
 
 const Directive* find_directive(std::string_view keyword) {
@@ -1006,7 +1048,7 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
   Scenario s;
   std::set<std::string> seen_once;
   std::vector<std::pair<int, std::string>> selectors;
-  std::vector<int> job_lines, control_lines;
+  std::vector<int> job_lines, control_lines, expect_lines;
   int number = 0;
   for (absl::string_view raw : absl::StrSplit(absl_sv(text), '\n')) {
     ++number;
@@ -1019,7 +1061,7 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
           number, absl::StrCat("unknown directive \"", d, "\"; expected one of ", keyword_list()));
     if (directive->once && !seen_once.insert(d).second)
       return parser.error(number, absl::StrCat(d, ": given twice"));
-    ParseState state{parser, line, d, s, selectors, job_lines, control_lines};
+    ParseState state{parser, line, d, s, selectors, job_lines, control_lines, expect_lines};
     KAIROS_RETURN_IF_ERROR(directive->parse(state));
   }
   for (const auto& [line, sel] : selectors)
@@ -1044,6 +1086,12 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
                           absl::StrCat(what, "job line ", c.job,
                                        " is a one-off; expected a cron or interval job line"));
   }
+  for (std::size_t i = 0; i < s.expectations.size(); ++i)
+    if (s.expectations[i].job > s.jobs.size())
+      return parser.error(
+          expect_lines[i],
+          absl::StrCat("expect: ", s.expectations[i].fact, ": job: the file has ", s.jobs.size(),
+                       " job lines, no job line ", s.expectations[i].job));
   return s;
 }
 

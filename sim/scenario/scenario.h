@@ -21,7 +21,8 @@
 // each is range-checked, and the whole job is then put through the kernel's
 // validate_job_spec(), so a scenario the kernel would refuse does not parse.
 // `pause`, `reschedule` and `trigger` lines are job control requests the
-// workload sends (sim/scenario/workload.h).
+// workload sends (sim/scenario/workload.h). `expect` lines state what each
+// run must show (sim/oracle/expectation.h); the checker judges them.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/kernel/records.h"
+#include "sim/oracle/expectation.h"
 #include "sim/world/sim_network.h"
 #include "sim/world/sim_runner.h"
 #include "sim/world/sink.h"
@@ -195,6 +197,8 @@ struct Scenario {
   RandomFaults random_faults;
   // Invariants switched off by `ignore NAME` (all are on by default).
   std::vector<std::string> ignored;
+  // What each run must show (`expect FACT OP N [job=K]`), in file order.
+  std::vector<Expectation> expectations;
   friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 

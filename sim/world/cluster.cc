@@ -1,6 +1,7 @@
 #include "sim/world/cluster.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -111,8 +112,18 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
 
   store_ = std::make_unique<StoreService>(world_, network_, store_node, *nodes_[store_node]->clock,
                                           world_.random().fork(), scenario.store);
-  store_->set_commit_observer(
-      [this](const StoreCommit& c, const std::vector<WriteOp>& ops) { facts_.observe(c, ops); });
+  store_->set_commit_observer([this](const StoreCommit& c, const std::vector<WriteOp>& ops) {
+    std::vector<RunFact>& runs = facts_.mutable_runs();
+    const std::size_t before = runs.size();
+    facts_.observe(c, ops);
+    // A leased write: the owner's clock now, for the lease-deadline rule.
+    for (std::size_t i = before; i < runs.size(); ++i) {
+      if (runs[i].state != RunState::kLeased) continue;
+      const NodeId owner = world_.find_node(facts_.strings().name(runs[i].owner));
+      if (owner != kWorldNode)
+        runs[i].owner_clock_us = absl::ToUnixMicros(nodes_[owner]->clock->now());
+    }
+  });
   sink_ =
       std::make_unique<Sink>(world_, network_, sink_node, world_.random().fork(), scenario.sink);
   workload_ = std::make_unique<Workload>(scenario_, world_.start(), world_.random().fork());
@@ -125,6 +136,9 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
     Node& n = *nodes_[w];
     n.runner = std::make_unique<SimRunner>(world_, w, *n.timers, *n.clock, *sink_,
                                            world_.random().fork(), scenario.runner);
+    n.runner->set_execution_observer([this, w](RunHandle h, const RunRequest& r, bool started) {
+      on_execution(w, h, r, started);
+    });
   }
   for (auto& np : nodes_) {
     Node& n = *np;
@@ -150,7 +164,35 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
     nodes_[id]->clock->set_offset(c.offset);
     nodes_[id]->clock->set_drift_ppm(c.drift_ppm);
     configured_clocks_[id] = c;
+    // A configured rate beyond the kernel's drift bound lasts the whole run.
+    if (std::abs(c.drift_ppm) > lease_config(scenario.timing).max_drift_ppm)
+      time_faults_.push_back({id, world_.start(), absl::InfiniteFuture(), "configured drift"});
   }
+}
+
+void Cluster::time_fault(NodeId node, absl::Duration length, std::string what) {
+  time_faults_.push_back({node, world_.now(), world_.now() + length, std::move(what)});
+}
+
+void Cluster::on_execution(NodeId worker, RunHandle h, const RunRequest& r, bool started) {
+  const std::int64_t store_us = absl::ToUnixMicros(nodes_[store_->node()]->clock->now());
+  if (started) {
+    Execution e;
+    e.run = facts_.strings().id(r.idempotency_key);
+    e.job = facts_.strings().id(r.job_id);
+    e.token = r.fencing_token;
+    e.node = worker;
+    e.start = world_.now();
+    e.start_store_us = store_us;
+    open_executions_[{worker, h}] = executions_.size();
+    executions_.push_back(e);
+    return;
+  }
+  auto it = open_executions_.find({worker, h});
+  if (it == open_executions_.end()) return;
+  executions_[it->second].end = world_.now();
+  executions_[it->second].end_store_us = store_us;
+  open_executions_.erase(it);
 }
 
 Cluster::~Cluster() {
@@ -362,6 +404,7 @@ void Cluster::apply(const FaultSpec& f) {
   }
   switch (f.kind) {
     case FaultKind::kPause:
+      time_fault(n, len, "pause");
       world_.pause(n, len);
       paused_until_[n] = world_.now() + len;
       break;
@@ -434,10 +477,15 @@ void Cluster::apply(const FaultSpec& f) {
       later(len, [this] { store_->set_slowdown(absl::ZeroDuration()); });
       break;
     case FaultKind::kClockJump:
+      time_fault(n, world_.start() + scenario_.duration - world_.now(), "clock-jump");
       nodes_[n]->clock->jump(f.amount);
       break;
     case FaultKind::kClockDrift: {
       const std::int64_t before = nodes_[n]->clock->drift_ppm();
+      // Until the heal at the latest (it restores the configured drift).
+      time_fault(
+          n, len > absl::ZeroDuration() ? len : world_.start() + scenario_.duration - world_.now(),
+          "clock-drift");
       nodes_[n]->clock->set_drift_ppm(f.drift_ppm);
       if (len > absl::ZeroDuration())
         later(len, [this, n, before] { nodes_[n]->clock->set_drift_ppm(before); });
@@ -519,6 +567,14 @@ History Cluster::history() const {
   h.faults = &windows_;
   h.corrupted = &corrupted_;
   h.bounds = timeliness_bounds(scenario_);
+  h.executions = &executions_;
+  h.time_faults = &time_faults_;
+  h.store_node = store_->node();
+  const LeaseConfig lease = lease_config(scenario_.timing);
+  h.max_drift_ppm = lease.max_drift_ppm;
+  h.lease_margin = lease.margin;
+  h.expectations = &scenario_.expectations;
+  h.marks = &world_.marks();
   return h;
 }
 

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/workload.h"
 #include "sim/world/fault_plan.h"
+#include "sim/world/marks.h"
 #include "sim/world/sim_clock.h"
 #include "sim/world/sim_network.h"
 #include "sim/world/sim_runner.h"
@@ -92,48 +94,6 @@ struct RunSummary {
   std::uint64_t trace_hash = 0;
   bool ok = true;
   std::string line() const;  // the per-run summary line
-};
-
-// Coverage marks ("sometimes" probes) a CI batch must hit at least once;
-// docs/SIMULATION.md explains each.
-inline constexpr std::string_view kRequiredMarks[] = {
-    "store.unknown-applied",
-    "store.unknown-not-applied",
-    "store.lost-unsynced",
-    "sink.stale-token-rejected",
-    "sink.deduplicated",
-    "kernel.lease-lapsed",
-    "kernel.lease-stolen-after-pause",
-    "kernel.stale-completion-rejected",
-    "kernel.stale-epoch-rejected",
-    "kernel.leader-failover",
-    "kernel.ready-run-withdrawn",
-    "worker.stopped-at-lease-deadline",
-    "net.replayed",
-    "net.duplicated",
-    "crash-point.dispatch-after-commit-before-reply",
-    "crash-point.claim-after-commit",
-    "crash-point.effect-before-complete",
-    "crash-point.complete-after-commit-before-ack",
-    "crash-point.leader-after-elect",
-    // Every policy decision and job control operation is exercised.
-    "policy.misfire-run-once",
-    "policy.misfire-catch-up",
-    "policy.misfire-skip",
-    "policy.ledger-coalesced",
-    "policy.ledger-late",
-    "policy.ledger-skipped_misfire",
-    "policy.ledger-skipped_overlap",
-    "policy.ledger-paused",
-    "policy.overlap-queued",
-    "policy.queued-run-promoted",
-    "policy.retry-scheduled",
-    "policy.failed-after-retries",
-    "policy.starved-run-served",
-    "policy.manual-run",
-    "policy.resumed",
-    "policy.rescheduled",
-    "kernel.clock-skew-fenced",
 };
 
 class Cluster {
@@ -215,6 +175,13 @@ class Cluster {
   std::vector<FaultWindow> windows_;
   std::vector<Occurrence> expected_;
   std::vector<CorruptedRecord> corrupted_;
+  // True-time execution of every attempt (the runners' observers), open
+  // ones by (worker, runner handle); and the nodes' time faults.
+  std::vector<Execution> executions_;
+  std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
+  std::vector<NodeWindow> time_faults_;
+  void on_execution(NodeId worker, RunHandle handle, const RunRequest& request, bool started);
+  void time_fault(NodeId node, absl::Duration length, std::string what);
   std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause
   std::vector<ClockSpec> configured_clocks_;  // by NodeId: the scenario's clock lines
   absl::Duration starvation_bound_;           // the kernel's, from the scheduler config

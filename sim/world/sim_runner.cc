@@ -90,6 +90,7 @@ RunHandle SimRunner::start(RunRequest request, std::function<void(RunOutcome)> d
     ++stats_.timed_out;
     finish(h, {RunStatus::kTimedOut, 0, "deadline reached"});
   });
+  observe(h, a.request, true);
   return h;
 }
 
@@ -146,6 +147,7 @@ void SimRunner::stop(RunHandle h) {
   ++stats_.stopped;
   Active a = std::move(it->second);
   active_.erase(it);
+  observe(h, a.request, false);
   timers_.cancel(a.work_timer);
   timers_.cancel(a.deadline_timer);
   timers_.post([done = std::move(a.done)] { done({RunStatus::kStopped, 0, "stopped"}); });
@@ -156,11 +158,15 @@ void SimRunner::finish(RunHandle h, RunOutcome outcome) {
   if (it == active_.end()) return;
   Active a = std::move(it->second);
   active_.erase(it);
+  observe(h, a.request, false);
   timers_.cancel(a.work_timer);
   timers_.cancel(a.deadline_timer);
   a.done(std::move(outcome));
 }
 
-void SimRunner::reset() { active_.clear(); }
+void SimRunner::reset() {
+  for (const auto& [h, a] : active_) observe(h, a.request, false);
+  active_.clear();
+}
 
 }  // namespace kairos::sim

@@ -17,6 +17,11 @@
 // everything (call reset()); an effect already sent to the sink may still
 // land, as with a real process.
 //
+// Execution record. An observer (set_execution_observer) is told when an
+// attempt starts executing and when it stops -- finished, stopped, or
+// dropped by reset() -- at the true instant it happens; observing changes
+// nothing the runner does.
+//
 // Per-job profiles. A job may carry its own duration range and failure rates
 // in its payload (what a scenario's `job ... run=20s..40s fail=300` line
 // asks for): the workload writes them as words of its CommandPayload argv,
@@ -88,6 +93,10 @@ class SimRunner final : public Runner {
 
   // Forget every attempt (the worker process crashed).
   void reset();
+  // Told (handle, request, true at start / false at its end) for every
+  // attempt; the request is the one start() received.
+  using ExecutionObserver = std::function<void(RunHandle, const RunRequest&, bool started)>;
+  void set_execution_observer(ExecutionObserver o) { observer_ = std::move(o); }
   std::size_t active() const { return active_.size(); }
   const RunnerStats& stats() const { return stats_; }
   void set_config(const RunnerConfig& config) { config_ = config; }
@@ -103,6 +112,9 @@ class SimRunner final : public Runner {
   };
   void work_done(RunHandle handle);
   void finish(RunHandle handle, RunOutcome outcome);
+  void observe(RunHandle handle, const RunRequest& request, bool started) const {
+    if (observer_) observer_(handle, request, started);
+  }
 
   World& world_;
   NodeId node_;
@@ -114,6 +126,7 @@ class SimRunner final : public Runner {
   RunHandle next_ = 0;
   std::map<RunHandle, Active> active_;
   RunnerStats stats_;
+  ExecutionObserver observer_;
 };
 
 }  // namespace kairos::sim

@@ -4,6 +4,8 @@
 // policy bugs is tests/sim/oracle/planted_bugs_test.cc.)
 #include <gtest/gtest.h>
 
+#include "core/base/stable_hash.h"
+#include "core/ports/random.h"
 #include "tests/support/history_builder.h"
 
 namespace kairos::sim {
@@ -115,8 +117,18 @@ TEST(PolicyChecker, AttemptsBeyondTheMaximumAreAViolation) {
 }
 
 TEST(PolicyChecker, ARetryReadyOutsideItsBackoffBoundsIsAViolation) {
+  // The documented delay after attempt 1 of the default policy: 10s less the
+  // run's deterministic jitter cut, 10s x 20% x u / 2^32 (docs/POLICIES.md).
+  const RunId id{"j", 1, PolicyHist().at(absl::Seconds(1))};
+  const std::uint64_t u = stable_hash(idempotency_key(id), 1) >> 32;
+  const absl::Duration exact = absl::Microseconds(
+      10'000'000 - static_cast<std::int64_t>(static_cast<uint128_t>(2'000'000) * u >> 32));
   for (const auto& [delay, bad] : std::vector<std::pair<absl::Duration, bool>>{
-           {absl::Seconds(9), false}, {absl::Seconds(1), true}, {absl::Seconds(11), true}}) {
+           {exact, false},
+           {absl::Seconds(1), true},
+           {absl::Seconds(11), true},
+           {exact + absl::Microseconds(1), true},  // inside [8s, 10s], not the documented point
+           {exact - absl::Microseconds(1), true}}) {
     PolicyHist x;
     x.jobs.push_back(client_job("j", x.t0));  // default policy: [8s, 10s] after attempt 1
     RunRecord r = ready_run("j", x.at(absl::Seconds(1)));

@@ -1,0 +1,250 @@
+// The clock-safety rules, judged in true time: what the simulated processes
+// really executed (History::executions, recorded by the runners), the lease
+// expiries the store's clock set (the run and leader facts), the workers'
+// own clocks at their lease writes and lease deadlines, and when a node's
+// own timekeeping was outside what the kernel assumes (History::time_faults:
+// a pause, a clock step, a rate change or a configured rate beyond the
+// kernel's max drift). These are the promises behind the sink's fencing:
+// a holder stops before its lease can lapse, so no run executes twice at
+// once, and the reaper and a leader act only on what the store's clock says.
+//
+// Exemptions are stated per rule: a paused process cannot stop on time (its
+// events wait), and a clock stepped or drifting beyond the bound breaks the
+// assumption the rule is about; fencing at the sink covers those, and the
+// sink invariants judge them.
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "sim/oracle/replay.h"
+
+namespace kairos::sim {
+
+namespace {
+
+// One applied leased write of a (run, token): the store time of its commit,
+// the expiry it set, the true time of the commit and the owner's clock then.
+struct LeaseWrite {
+  std::int64_t store_us = 0;
+  std::int64_t expiry_us = 0;
+  absl::Time at;
+  std::int64_t owner_clock_us = 0;
+};
+using LeaseKey = std::pair<std::uint32_t, std::uint64_t>;  // (interned run, token)
+
+// Every applied leased write (commits a store crash rolled back are
+// skipped: their replies never reached the holder), by (run, token), in
+// commit order.
+std::map<LeaseKey, std::vector<LeaseWrite>> lease_writes(const History& h) {
+  std::map<LeaseKey, std::vector<LeaseWrite>> out;
+  for (const RunFact& f : h.facts->runs()) {
+    if (f.state != RunState::kLeased || lost(h, f.commit)) continue;
+    out[{f.run, f.token}].push_back(
+        {f.store_us, f.lease_expiry_us, (*h.commits)[f.commit].at, f.owner_clock_us});
+  }
+  return out;
+}
+
+// Whether a time fault of `node` (or of the store, whose clock is the
+// reference) touches [from, to].
+bool time_faulted(const History& h, NodeId node, absl::Time from, absl::Time to) {
+  if (h.time_faults == nullptr) return false;
+  for (const NodeWindow& w : *h.time_faults)
+    if ((w.node == node || w.node == h.store_node) && w.from <= to && w.to >= from) return true;
+  return false;
+}
+
+std::string execution_text(const History& h, const Execution& e) {
+  return absl::StrCat(
+      "execution of token ", e.token, " on ", (*h.node_names)[e.node], " from ", time_text(e.start),
+      " to ",
+      e.end == absl::InfiniteFuture() ? std::string("the end of the run") : time_text(e.end),
+      " (store clock ", us_text(e.start_store_us), " .. ", us_text(e.end_store_us), ")");
+}
+
+void execution_violation(const History& h, const Execution& e, std::string detail,
+                         std::vector<std::string> evidence, Findings& out) {
+  const Interner& names = h.facts->strings();
+  Violation v;
+  v.job = names.name(e.job);
+  v.run = names.name(e.run);
+  v.detail = std::move(detail);
+  v.evidence = std::move(evidence);
+  v.evidence.insert(v.evidence.begin(), execution_text(h, e));
+  out.add(std::move(v));
+}
+
+}  // namespace
+
+// E1: an attempt stops executing no later than its lease's expiry by the
+// store's clock: the latest expiry an applied write of its (run, token) had
+// set by then. Exempt: its worker (or the store) had a time fault during it.
+void execution_within_lease(const History& h, const Replay&, Findings& out) {
+  if (h.executions == nullptr || h.facts == nullptr) return;
+  const auto leases = lease_writes(h);
+  for (const Execution& e : *h.executions) {
+    if (!out.open()) break;
+    auto it = leases.find({e.run, e.token});
+    if (it == leases.end()) continue;  // granted by a commit the history lacks
+    std::int64_t expiry_us = 0;
+    for (const LeaseWrite& w : it->second)
+      if (w.store_us <= e.end_store_us) expiry_us = std::max(expiry_us, w.expiry_us);
+    if (e.end_store_us <= expiry_us || time_faulted(h, e.node, e.start, e.end)) continue;
+    execution_violation(h, e,
+                        absl::StrCat("executed until store time ", us_text(e.end_store_us),
+                                     ", after its lease expired at ", us_text(expiry_us)),
+                        {}, out);
+  }
+}
+
+// E2: no two attempts of one run execute at overlapping true times (the
+// promise "never run twice at the same time", whatever the sink dedupes).
+// Exempt: an attempt whose worker (or the store) had a time fault during it.
+void executions_never_overlap(const History& h, const Replay&, Findings& out) {
+  if (h.executions == nullptr || h.facts == nullptr) return;
+  // Per run, the non-exempt execution that ends last so far (executions are
+  // recorded in start order).
+  std::map<std::uint32_t, const Execution*> last;
+  for (const Execution& e : *h.executions) {
+    if (!out.open()) break;
+    if (time_faulted(h, e.node, e.start, e.end)) continue;
+    const Execution*& prev = last[e.run];
+    if (prev != nullptr && e.start < prev->end)
+      execution_violation(
+          h, e,
+          absl::StrCat("started at ", time_text(e.start), " while the attempt with token ",
+                       prev->token, " on ", (*h.node_names)[prev->node], " was still executing"),
+          {execution_text(h, *prev)}, out);
+    if (prev == nullptr || e.end > prev->end) prev = &e;
+  }
+}
+
+// E3: a worker's own-clock lease deadline lies a margin inside its lease
+// under the configured drift: measured from its clock at the latest applied
+// write of the lease (it sent its request no later), the deadline is at most
+// lease x (1 - max_drift) - margin away. Judged where the deadline is seen:
+// the worker stopping a run at it. Exempt: a time fault of the worker from
+// one lease length before that write to the deadline.
+void deadline_inside_lease(const History& h, const Replay&, Findings& out) {
+  if (h.facts == nullptr) return;
+  const auto leases = lease_writes(h);
+  const Interner& names = h.facts->strings();
+  for (const DeadlineFact& d : h.facts->deadlines()) {
+    if (!out.open()) break;
+    auto it = leases.find({d.run, d.token});
+    if (it == leases.end()) continue;
+    const LeaseWrite* w = nullptr;
+    for (const LeaseWrite& x : it->second)
+      if (x.at <= d.at) w = &x;
+    if (w == nullptr || w->owner_clock_us == 0) continue;
+    const std::int64_t ttl_us = w->expiry_us - w->store_us;
+    // The owner of the lease: the run fact names it; its time faults exempt.
+    NodeId owner = kWorldNode;
+    for (const RunFact& f : h.facts->runs())
+      if (f.run == d.run && f.token == d.token && f.state == RunState::kLeased) {
+        for (NodeId n = 0; n < h.node_names->size(); ++n)
+          if ((*h.node_names)[n] == names.name(f.owner)) owner = n;
+        break;
+      }
+    if (owner != kWorldNode && time_faulted(h, owner, w->at - absl::Microseconds(ttl_us), d.at))
+      continue;
+    const std::int64_t allowed_us =
+        ttl_us - ttl_us * h.max_drift_ppm / 1'000'000 - absl::ToInt64Microseconds(h.lease_margin);
+    const std::int64_t deadline_us = absl::ToUnixMicros(d.local);
+    // Two microseconds for the clock readings' truncation and timer rounding.
+    if (deadline_us <= w->owner_clock_us + allowed_us + 2) continue;
+    Violation v;
+    v.run = names.name(d.run);
+    v.detail = absl::StrCat(
+        "worker deadline at its clock ", time_text(d.local), " is ",
+        absl::FormatDuration(absl::Microseconds(deadline_us - w->owner_clock_us)),
+        " after its clock read ", us_text(w->owner_clock_us), " at the lease write (token ",
+        d.token, ", lease ", absl::FormatDuration(absl::Microseconds(ttl_us)),
+        "); at most lease x (1 - max drift) - margin = ",
+        absl::FormatDuration(absl::Microseconds(allowed_us)), " is inside the lease");
+    out.add(std::move(v));
+  }
+}
+
+// E4: the reaper re-queues (or fails) a leased run only once its lease has
+// expired by the store's clock: a lapse commits at a store time at or after
+// the expiry it ends.
+void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out) {
+  for (const RunStep& s : r.run_steps) {
+    const RunFact& f = *s.fact;
+    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
+        (f.state != RunState::kReady && f.state != RunState::kFailed))
+      continue;
+    if (f.store_us >= s.before_lease_expiry_us) continue;
+    Violation v;
+    const Interner& names = h.facts->strings();
+    v.job = names.name(f.job);
+    v.run = names.name(f.run);
+    v.detail = absl::StrCat("lease of token ", s.before_token, " lapsed at store time ",
+                            us_text(f.store_us), ", before its expiry ",
+                            us_text(s.before_lease_expiry_us));
+    v.evidence.push_back(fact_text(h, f));
+    out.add(std::move(v));
+  }
+}
+
+// E5: a leader body's writes -- the reaper's lapses and the dispatch's
+// occurrence decisions (ledger records other than a cancel's, a manual
+// run's, and a pause's, which a resume on any node may write) -- commit
+// only by the node the shard's leader record names, before that record's
+// expiry by the store's clock. (The runs a dispatch creates:
+// no-stale-leader-writes.)
+void leader_writes_within_lease(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  auto judge = [&](const LeaderView& l, std::uint64_t commit, std::int64_t store_us,
+                   std::uint32_t shard, std::string what, std::string job, std::string run) {
+    const std::string& writer = (*h.node_names)[(*h.commits)[commit].client];
+    if (l.known() && names.name(l.holder) == writer && store_us < l.expiry_us) return;
+    Violation v;
+    v.job = std::move(job);
+    v.run = std::move(run);
+    v.detail = absl::StrCat(
+        writer, " wrote ", what, " of shard ", shard, " at store time ", us_text(store_us),
+        !l.known() ? std::string(", which has no leader")
+                   : absl::StrCat(" while the leader record named ", names.name(l.holder),
+                                  " epoch ", l.epoch, " until ", us_text(l.expiry_us)));
+    out.add(std::move(v));
+  };
+  for (const RunStep& s : r.run_steps) {
+    const RunFact& f = *s.fact;
+    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
+        (f.state != RunState::kReady && f.state != RunState::kFailed))
+      continue;
+    judge(s.leader, f.commit, f.store_us, f.shard, "a lease lapse", names.name(f.job),
+          names.name(f.run));
+  }
+  // The ledger's dispatch decisions, judged against the shard's leader
+  // record at their commit (a job's shard: from its runs).
+  std::map<std::uint32_t, std::uint32_t> shard_of;
+  for (const RunFact& f : h.facts->runs()) shard_of.emplace(f.job, f.shard);
+  std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, LeaderView>>> leaders;
+  for (const LeaderStep& s : r.leader_steps)
+    leaders[s.fact->shard].push_back(
+        {s.fact->commit, LeaderView{s.fact->holder, s.fact->epoch, s.fact->expiry_us}});
+  for (const LedgerFact& l : h.facts->ledger()) {
+    if (!out.open()) break;
+    if (l.commit == LedgerFact::kFromEvent || lost(h, l.commit)) continue;
+    const std::string& outcome = names.name(l.outcome);
+    if (outcome == "cancelled" || outcome == "manual" || outcome == "paused") continue;
+    auto sh = shard_of.find(l.job);
+    if (sh == shard_of.end()) continue;
+    LeaderView view;
+    if (auto it = leaders.find(sh->second); it != leaders.end())
+      for (const auto& [commit, v] : it->second)
+        if (commit <= l.commit) view = v;
+    judge(view, l.commit, l.store_us, sh->second,
+          absl::StrCat("a ledger decision (", outcome, ", ", time_text(l.from), ")"),
+          names.name(l.job), "");
+  }
+}
+
+}  // namespace kairos::sim

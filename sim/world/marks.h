@@ -1,0 +1,67 @@
+// Coverage marks: the names of the "sometimes" probes the simulator's
+// components hit (World::mark) when a rare branch runs. docs/SIMULATION.md,
+// "Coverage marks", explains each. A CI batch must hit every required mark at
+// least once (`--require-marks`); a scenario may state how often a mark must
+// be hit in each of its runs (`expect NAME OP N`, sim/oracle/expectation.h),
+// which accepts exactly the names listed here and `fault.KIND`.
+#pragma once
+
+#include <string_view>
+
+namespace kairos::sim {
+
+// Marks a CI batch must hit at least once.
+inline constexpr std::string_view kRequiredMarks[] = {
+    "store.unknown-applied",
+    "store.unknown-not-applied",
+    "store.lost-unsynced",
+    "sink.stale-token-rejected",
+    "sink.deduplicated",
+    "kernel.lease-lapsed",
+    "kernel.lease-stolen-after-pause",
+    "kernel.stale-completion-rejected",
+    "kernel.stale-epoch-rejected",
+    "kernel.leader-failover",
+    "kernel.ready-run-withdrawn",
+    "worker.stopped-at-lease-deadline",
+    "net.replayed",
+    "net.duplicated",
+    "crash-point.dispatch-after-commit-before-reply",
+    "crash-point.claim-after-commit",
+    "crash-point.effect-before-complete",
+    "crash-point.complete-after-commit-before-ack",
+    "crash-point.leader-after-elect",
+    // Every policy decision and job control operation is exercised.
+    "policy.misfire-run-once",
+    "policy.misfire-catch-up",
+    "policy.misfire-skip",
+    "policy.ledger-coalesced",
+    "policy.ledger-late",
+    "policy.ledger-skipped_misfire",
+    "policy.ledger-skipped_overlap",
+    "policy.ledger-paused",
+    "policy.overlap-queued",
+    "policy.queued-run-promoted",
+    "policy.retry-scheduled",
+    "policy.failed-after-retries",
+    "policy.starved-run-served",
+    "policy.manual-run",
+    "policy.resumed",
+    "policy.rescheduled",
+    "kernel.clock-skew-fenced",
+};
+
+// Marks that are reported but not required of a batch (besides `fault.KIND`,
+// one per applied fault kind).
+inline constexpr std::string_view kOtherMarks[] = {
+    "kernel.stale-renewal-rejected",
+    "kernel.run-released",
+    "worker.lease-lost",
+    "policy.ledger-cancelled-before-dispatch",
+    "crash-point.dispatch-before-commit",
+    "runner.fenced-by-sink",
+    "sink.timeout-applied",
+    "sink.timeout-not-applied",
+};
+
+}  // namespace kairos::sim

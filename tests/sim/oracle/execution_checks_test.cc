@@ -1,0 +1,201 @@
+// The true-time execution rules (sim/oracle/execution_checks.cc) on
+// hand-made histories: each fires on the history it is written against and
+// stays quiet on a correct one (and on the exemptions it states).
+#include <gtest/gtest.h>
+
+#include "core/kernel/event_kinds.h"
+#include "tests/support/history_builder.h"
+
+namespace kairos::sim {
+namespace {
+
+using test_support::Hist;
+
+constexpr NodeId kLeader = 1;  // scheduler-1
+constexpr NodeId kOther = 2;   // scheduler-2
+constexpr NodeId kWorker = 3;  // worker-1
+
+RunRecord ready_run(absl::Time nominal) {
+  RunRecord r;
+  r.id = RunId{"job-a", 1, nominal};
+  r.due_at = r.ready_at = r.dispatched_at = nominal;
+  return r;
+}
+
+// `r` leased to worker-1 under `token` at `now` for 30s.
+RunRecord granted(RunRecord r, std::uint64_t token, absl::Time now) {
+  r.state = RunState::kLeased;
+  r.token = token;
+  r.owner = "worker-1";
+  r.lease_expiry = now + absl::Seconds(30);
+  AttemptRecord a;
+  a.attempt = r.attempt;
+  a.token = token;
+  a.worker = r.owner;
+  a.claimed_at = now;
+  r.attempts.push_back(a);
+  return r;
+}
+
+// `r` (leased) lapsed by the reaper at `now`: back to ready.
+RunRecord lapsed(RunRecord r, absl::Time now) {
+  r.state = RunState::kReady;
+  r.attempts.back().end = AttemptEnd::kLapsed;
+  r.attempts.back().finished_at = now;
+  r.attempt += 1;
+  r.ready_at = now;
+  return r;
+}
+
+struct TimeHist : Hist {
+  std::vector<Execution> executions;
+  std::vector<NodeWindow> time_faults;
+  TimeHist() {
+    names.push_back("worker-1");
+    LeaderRecord l{"scheduler-1", 1, t0 + absl::Hours(2)};
+    commit(absl::ZeroDuration(), kLeader, std::nullopt, std::make_pair(0u, l));
+  }
+  absl::Time at(absl::Duration d) const { return t0 + d; }
+  // An execution of `run`'s token on worker-1 from t0 + from to t0 + to
+  // (the store's clock is true time here).
+  void execute(const RunRecord& run, std::uint64_t token, absl::Duration from, absl::Duration to) {
+    Execution e;
+    e.run = facts.strings().id(idempotency_key(run.id));
+    e.job = facts.strings().id(run.id.job_id);
+    e.token = token;
+    e.node = kWorker;
+    e.start = at(from);
+    e.end = at(to);
+    e.start_store_us = absl::ToUnixMicros(e.start);
+    e.end_store_us = absl::ToUnixMicros(e.end);
+    executions.push_back(e);
+  }
+  History full() const {
+    History h = history();
+    h.executions = &executions;
+    h.time_faults = &time_faults;
+    h.store_node = 0;
+    h.max_drift_ppm = 10'000;
+    h.lease_margin = absl::Seconds(1);
+    return h;
+  }
+  bool fires(std::string_view name) const {
+    for (const auto& v : Checker::with_defaults().run(full(), {}).violations)
+      if (v.invariant == name) return true;
+    return false;
+  }
+};
+
+TEST(ExecutionChecks, AnAttemptExecutingPastItsStoreLeaseExpiryIsAViolation) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&](absl::Duration end) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    x.commit(absl::Seconds(2), kLeader, granted(r, 1, x.at(absl::Seconds(2))));  // until 32s
+    x.execute(r, 1, absl::Seconds(3), end);
+    return x;
+  };
+  EXPECT_FALSE(make(absl::Seconds(31)).fires("execution-within-lease"));
+  EXPECT_TRUE(make(absl::Seconds(33)).fires("execution-within-lease"));
+  // A renewal committed before the end extends the lease it is judged by.
+  TimeHist renewed = make(absl::Seconds(40));
+  renewed.commit(absl::Seconds(20), kLeader, granted(r, 1, renewed.at(absl::Seconds(20))));
+  EXPECT_FALSE(renewed.fires("execution-within-lease"));
+  // A worker paused across its expiry cannot stop on time: exempt.
+  TimeHist paused = make(absl::Seconds(33));
+  paused.time_faults.push_back(
+      {kWorker, paused.at(absl::Seconds(10)), paused.at(absl::Seconds(33)), "pause"});
+  EXPECT_FALSE(paused.fires("execution-within-lease"));
+}
+
+TEST(ExecutionChecks, TwoAttemptsOfOneRunExecutingAtOnceIsAViolation) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&](absl::Duration second_start) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    x.commit(absl::Seconds(2), kLeader, granted(r, 1, x.at(absl::Seconds(2))));
+    x.commit(absl::Seconds(33), kLeader,
+             lapsed(granted(r, 1, x.at(absl::Seconds(2))), x.at(absl::Seconds(33))));
+    x.execute(r, 1, absl::Seconds(3), absl::Seconds(30));
+    x.execute(r, 2, second_start, second_start + absl::Seconds(5));
+    return x;
+  };
+  EXPECT_FALSE(make(absl::Seconds(34)).fires("executions-never-overlap"));
+  EXPECT_TRUE(make(absl::Seconds(29)).fires("executions-never-overlap"));
+  // Ending exactly when the next starts is not an overlap.
+  EXPECT_FALSE(make(absl::Seconds(30)).fires("executions-never-overlap"));
+}
+
+TEST(ExecutionChecks, AWorkerDeadlineBeyondTheLeaseUnderMaxDriftIsAViolation) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  // Lease 30s, max drift 1%, margin 1s: at most 28.7s past the worker's clock
+  // at the lease write (which reads true time + 5s here).
+  auto make = [&](absl::Duration after_write) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    x.commit(absl::Seconds(2), kLeader, granted(r, 1, x.at(absl::Seconds(2))));
+    x.facts.mutable_runs().back().owner_clock_us =
+        absl::ToUnixMicros(x.at(absl::Seconds(2) + absl::Seconds(5)));
+    Event e;
+    e.kind = event_kinds::kWorkerLeaseDeadline;
+    e.at = x.at(absl::Seconds(7) + after_write);  // the worker's clock
+    e.with("job", r.id.job_id)
+        .with("incarnation", r.id.incarnation)
+        .with("nominal", r.id.nominal)
+        .with("token", std::uint64_t{1});
+    x.facts.observe_event(e, x.at(absl::Seconds(2) + after_write));
+    return x;
+  };
+  EXPECT_FALSE(make(absl::Milliseconds(28'700)).fires("deadline-inside-lease"));
+  // Ignoring the drift (29s) or the margin (29.7s) puts it outside.
+  EXPECT_TRUE(make(absl::Seconds(29)).fires("deadline-inside-lease"));
+  EXPECT_TRUE(make(absl::Milliseconds(29'700)).fires("deadline-inside-lease"));
+  // A clock step of the worker in between: exempt.
+  TimeHist stepped = make(absl::Seconds(29));
+  stepped.time_faults.push_back(
+      {kWorker, stepped.at(absl::Seconds(10)), absl::InfiniteFuture(), "clock-jump"});
+  EXPECT_FALSE(stepped.fires("deadline-inside-lease"));
+}
+
+TEST(ExecutionChecks, AReaperLapsingAnUnexpiredLeaseIsAViolation) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&](absl::Duration lapse_at) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    const RunRecord g = granted(r, 1, x.at(absl::Seconds(2)));  // until 32s
+    x.commit(absl::Seconds(2), kLeader, g);
+    x.commit(lapse_at, kLeader, lapsed(g, x.at(lapse_at)));
+    return x;
+  };
+  EXPECT_FALSE(make(absl::Seconds(32)).fires("reaper-waits-for-expiry"));
+  EXPECT_TRUE(make(absl::Seconds(31)).fires("reaper-waits-for-expiry"));
+}
+
+TEST(ExecutionChecks, LeaderBodyWritesByANonLeaderOrAfterExpiryAreViolations) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&](NodeId reaper, NodeId decider, bool expired = false) {
+    TimeHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    const RunRecord g = granted(r, 1, x.at(absl::Seconds(2)));
+    x.commit(absl::Seconds(2), kLeader, g);
+    x.commit(absl::Seconds(40), reaper, lapsed(g, x.at(absl::Seconds(40))));
+    if (expired)  // the leader's last renewal, expiring at 55s
+      x.commit(absl::Seconds(50), kLeader, std::nullopt,
+               std::make_pair(0u, LeaderRecord{"scheduler-1", 1, x.at(absl::Seconds(55))}));
+    LedgerRecord l;
+    l.incarnation = 1;
+    l.nominal = l.through = l.fire_at = x.at(absl::Seconds(60));
+    l.count = 1;
+    l.outcome = LedgerOutcome::kSkippedMisfire;
+    x.commit_ops(absl::Seconds(61), decider, {Hist::put("job-a", l)});
+    return x;
+  };
+  EXPECT_FALSE(make(kLeader, kLeader).fires("leader-writes-within-lease"));
+  EXPECT_TRUE(make(kOther, kLeader).fires("leader-writes-within-lease"));
+  EXPECT_TRUE(make(kLeader, kOther).fires("leader-writes-within-lease"));
+  // The leader itself, after its record expired.
+  EXPECT_TRUE(make(kLeader, kLeader, /*expired=*/true).fires("leader-writes-within-lease"));
+}
+
+}  // namespace
+}  // namespace kairos::sim
