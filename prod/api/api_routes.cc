@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/absl_compat.h"
+#include "core/base/check.h"
 #include "core/base/text.h"
 #include "core/schedule/schedule_text.h"
 #include "prod/api/job_json.h"
@@ -42,6 +43,10 @@ Response error_response(const absl::Status& status) {
   std::string_view code = error_code(status.code());
   int http = http_status(status.code());
   std::string message(status.message());
+  if (is_generation_mismatch(status))
+    return json_response(
+        412, error_body("precondition_failed", absl::StrCat("If-Match does not hold: ", message),
+                        "If-Match"));
   if (status.code() == absl::StatusCode::kFailedPrecondition) {
     code = "conflict";  // a refusal of the job's state; 412 is If-Match only
     http = 409;
@@ -250,12 +255,13 @@ void ApiRoutes::put(const Request& r, Reply reply) {
     return reply(
         bad_request("id", absl::StrCat("'", excerpt(spec->id),
                                        "' differs from the id in the path '", excerpt(id), "'")));
-  with_precondition(r, std::move(reply), [this, spec = *spec](Reply reply) mutable {
-    node_.apply_job(std::move(spec), [reply](absl::StatusOr<ControlResult> result) {
-      if (!result.ok()) return reply(error_response(result.status()));
-      reply(job_response(result->created ? 201 : 200, result->job));
-    });
-  });
+  with_precondition(
+      r, std::move(reply), [this, spec = *spec](Reply reply, Generation expected) mutable {
+        node_.apply_job(std::move(spec), expected, [reply](absl::StatusOr<ControlResult> result) {
+          if (!result.ok()) return reply(error_response(result.status()));
+          reply(job_response(result->created ? 201 : 200, result->job));
+        });
+      });
 }
 
 void ApiRoutes::list(const Request& r, Reply reply) {
@@ -320,23 +326,23 @@ void ApiRoutes::get(const Request& r, Reply reply) {
   });
 }
 
-void ApiRoutes::with_precondition(const Request& r, Reply reply, std::function<void(Reply)> then) {
+void ApiRoutes::with_precondition(const Request& r, Reply reply,
+                                  std::function<void(Reply, Generation)> then) {
   auto expected = if_match(r);
   if (!expected.ok()) return reply(error_response(expected.status()));
-  if (!*expected && r.header("If-Match") != "*") return then(std::move(reply));
+  // A generation is checked by the kernel in the write's own transaction.
+  if (r.header("If-Match") != "*") return then(std::move(reply), *expected);
+  // "*": the job must exist (read just before the write).
   const std::string id = r.params.at("id");
-  node_.get_job(id, [reply, id, want = *expected, then = std::move(then)](
+  node_.get_job(id, [reply, id, then = std::move(then)](
                         absl::StatusOr<std::optional<JobRecord>> result) mutable {
     if (!result.ok()) return reply(error_response(result.status()));
-    if (!*result || (want && (*result)->generation != *want)) {
-      const std::string now = *result ? absl::StrCat("it is at \"", (*result)->generation, "\"")
-                                      : std::string("it does not exist");
-      return reply(json_response(
-          412, error_body("precondition_failed",
-                          absl::StrCat("If-Match does not hold for job '", excerpt(id), "': ", now),
-                          "If-Match")));
-    }
-    then(std::move(reply));
+    if (!*result)
+      return reply(json_response(412, error_body("precondition_failed",
+                                                 absl::StrCat("If-Match: * does not hold: job '",
+                                                              excerpt(id), "' does not exist"),
+                                                 "If-Match")));
+    then(std::move(reply), std::nullopt);
   });
 }
 
@@ -346,40 +352,30 @@ void ApiRoutes::patch(const Request& r, Reply reply) {
   if (!patch.ok()) return reply(error_response(patch.status()));
   if (!patch->is_object())
     return reply(bad_request("", "a merge patch of a job must be a JSON object"));
-  auto expected = if_match(r);
-  if (!expected.ok()) return reply(error_response(expected.status()));
-  node_.get_job(id, [this, reply, id, patch = std::move(*patch),
-                     want = *expected](absl::StatusOr<std::optional<JobRecord>> result) {
-    if (!result.ok()) return reply(error_response(result.status()));
-    if (!*result)
-      return reply(
-          error_response(absl::NotFoundError(absl::StrCat("job '", excerpt(id), "' not found"))));
-    const JobRecord& job = **result;
-    if (want && job.generation != *want)
-      return reply(json_response(
-          412, error_body("precondition_failed",
-                          absl::StrCat("If-Match does not hold for job '", excerpt(id),
-                                       "': it is at \"", job.generation, "\""),
-                          "If-Match")));
-    if (job.state == JobState::kCancelled)
-      return reply(json_response(
-          409, error_body("conflict", absl::StrCat("job '", excerpt(id),
-                                                   "' is cancelled; PUT it to create it again"))));
-    const json::value merged = merge_patch(json::value(job_spec_to_json(job.spec)), patch);
-    auto spec = job_spec_from_json(merged);
-    if (!spec.ok()) return reply(error_response(spec.status()));
-    if (spec->id != id) return reply(bad_request("id", "a job's id cannot be changed"));
-    node_.apply_job(std::move(*spec), [reply](absl::StatusOr<ControlResult> applied) {
-      if (!applied.ok()) return reply(error_response(applied.status()));
-      reply(job_response(200, applied->job));
-    });
-  });
+  // Runs inside the update's transaction (maybe more than once): a pure
+  // function of the stored spec and the patch.
+  SpecMutation mutate = [patch = std::move(*patch)](JobSpec& spec) -> absl::Status {
+    const json::value merged = merge_patch(json::value(job_spec_to_json(spec)), patch);
+    KAIROS_ASSIGN_OR_RETURN(JobSpec next, job_spec_from_json(merged));
+    if (next.id != spec.id) return field_error("id", "a job's id cannot be changed");
+    spec = std::move(next);
+    return absl::OkStatus();
+  };
+  with_precondition(
+      r, std::move(reply),
+      [this, id, mutate = std::move(mutate)](Reply reply, Generation expected) mutable {
+        node_.update_job(id, std::move(mutate), expected,
+                         [reply](absl::StatusOr<ControlResult> result) {
+                           if (!result.ok()) return reply(error_response(result.status()));
+                           reply(job_response(200, result->job));
+                         });
+      });
 }
 
 void ApiRoutes::remove(const Request& r, Reply reply) {
   const std::string id = r.params.at("id");
-  with_precondition(r, std::move(reply), [this, id](Reply reply) {
-    node_.cancel_job(id, [reply](absl::StatusOr<CancelResult> result) {
+  with_precondition(r, std::move(reply), [this, id](Reply reply, Generation expected) {
+    node_.cancel_job(id, expected, [reply](absl::StatusOr<CancelResult> result) {
       if (!result.ok()) return reply(error_response(result.status()));
       reply(job_response(200, result->job));
     });
@@ -388,15 +384,15 @@ void ApiRoutes::remove(const Request& r, Reply reply) {
 
 void ApiRoutes::control(const Request& r, Reply reply, bool pause) {
   const std::string id = r.params.at("id");
-  with_precondition(r, std::move(reply), [this, id, pause](Reply reply) {
+  with_precondition(r, std::move(reply), [this, id, pause](Reply reply, Generation expected) {
     auto done = [reply](absl::StatusOr<ControlResult> result) {
       if (!result.ok()) return reply(error_response(result.status()));
       reply(job_response(200, result->job));
     };
     if (pause)
-      node_.pause_job(id, std::move(done));
+      node_.pause_job(id, expected, std::move(done));
     else
-      node_.resume_job(id, std::move(done));
+      node_.resume_job(id, expected, std::move(done));
   });
 }
 

@@ -161,6 +161,22 @@ TEST_F(ApiRoutesTest, PutPatchAndIfMatch) {
   EXPECT_EQ(call("PATCH", "/v1/jobs/none", "{}").status, 404);
 }
 
+TEST_F(ApiRoutesTest, IfMatchIsCheckedByTheWriteItself) {
+  ASSERT_EQ(call("POST", "/v1/jobs", kJob).status, 201);
+  Answer a = call("POST", "/v1/jobs/every-10s:pause", "", {{"If-Match", "\"1\""}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  const std::string etag = a.header("ETag");
+  EXPECT_NE(etag, "\"1\"");  // a pause is a change a client sees
+  a = call("DELETE", "/v1/jobs/every-10s", "", {{"If-Match", "\"1\""}});
+  EXPECT_EQ(a.status, 412) << a.text;
+  EXPECT_EQ(error_field(a), "If-Match");
+  EXPECT_EQ(call("GET", "/v1/jobs/every-10s").body.at("status").at("state").as_string(), "active");
+  EXPECT_EQ(call("DELETE", "/v1/jobs/nope", "", {{"If-Match", "*"}}).status, 412);
+  EXPECT_EQ(call("DELETE", "/v1/jobs/every-10s", "", {{"If-Match", "3"}}).status, 400);
+  a = call("DELETE", "/v1/jobs/every-10s", "", {{"If-Match", etag}});
+  EXPECT_EQ(a.status, 200) << a.text;
+}
+
 TEST_F(ApiRoutesTest, PauseResumeTriggerRunsDelete) {
   ASSERT_EQ(call("POST", "/v1/jobs", kJob).status, 201);
   Answer a = call("POST", "/v1/jobs/every-10s:pause");
