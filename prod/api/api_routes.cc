@@ -207,6 +207,7 @@ http::Router ApiRoutes::router() {
     return [this, f](const Request& req, Reply reply) { (this->*f)(req, std::move(reply)); };
   };
   r.add("POST", "/v1/jobs", bind(&ApiRoutes::create));
+  r.add("POST", "/v1/jobs:batch", bind(&ApiRoutes::batch));
   r.add("GET", "/v1/jobs", bind(&ApiRoutes::list));
   r.add("GET", "/v1/jobs/{id}", bind(&ApiRoutes::get));
   r.add("PUT", "/v1/jobs/{id}", bind(&ApiRoutes::put));
@@ -240,6 +241,81 @@ void ApiRoutes::create(const Request& r, Reply reply) {
     Response res = job_response(result->created ? 201 : 200, result->job);
     res.headers.emplace_back("Location", absl::StrCat("/v1/jobs/", result->job.spec.id));
     reply(std::move(res));
+  });
+}
+
+namespace {
+// One refused item of a batch, in the error body's "items".
+json::object batch_item_error(std::size_t index, const absl::Status& status) {
+  json::object item;
+  item["index"] = index;
+  item["code"] = error_code(status.code());
+  item["message"] = std::string(status.message());
+  const std::string field = error_field(status);
+  if (!field.empty()) item["field"] = absl::StrCat("jobs[", index, "].", field);
+  return item;
+}
+
+Response batch_refused(const json::array& items, std::size_t count) {
+  const json::object& first = items.front().as_object();
+  const json::value* field = first.if_contains("field");
+  json::object body = error_body(
+      "invalid_argument",
+      absl::StrCat(items.size(), " of ", count, " jobs refused; nothing was applied; first: jobs[",
+                   first.at("index").to_number<std::uint64_t>(),
+                   "]: ", std::string(first.at("message").as_string())),
+      field ? std::string(field->as_string()) : std::string());
+  body["error"].as_object()["items"] = items;
+  return json_response(400, body);
+}
+}  // namespace
+
+void ApiRoutes::batch(const Request& r, Reply reply) {
+  auto body = parse_json(r.body);
+  if (!body.ok()) return reply(error_response(body.status()));
+  if (!body->is_object()) return reply(bad_request("", "expected {\"jobs\": [...]}"));
+  for (const auto& member : body->get_object())
+    if (member.key() != "jobs")
+      return reply(
+          bad_request(std::string_view(member.key().data(), member.key().size()), "unknown field"));
+  const json::value* jobs = body->get_object().if_contains("jobs");
+  if (jobs == nullptr || !jobs->is_array()) return reply(bad_request("jobs", "must be an array"));
+  const json::array& list = jobs->get_array();
+  if (list.empty() || list.size() > kMaxBatchSize)
+    return reply(bad_request(
+        "jobs", absl::StrCat("must hold 1..", kMaxBatchSize, " jobs, got ", list.size())));
+  std::vector<JobSpec> specs;
+  json::array refused;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    auto spec = job_spec_from_json(list[i]);
+    if (spec.ok() && spec->id.empty())
+      spec = field_error("id", "is required in a batch (a retried batch must name the same jobs)");
+    if (!spec.ok()) {
+      refused.emplace_back(batch_item_error(i, spec.status()));
+      continue;
+    }
+    specs.push_back(std::move(*spec));
+  }
+  if (!refused.empty()) return reply(batch_refused(refused, list.size()));
+  const std::size_t count = specs.size();
+  node_.apply_jobs(std::move(specs), [reply, count](absl::Status status, BatchResult result) {
+    if (!status.ok()) {
+      if (result.errors.empty()) return reply(error_response(status));
+      json::array items;
+      for (const BatchItemError& e : result.errors)
+        items.emplace_back(batch_item_error(e.index, e.status));
+      return reply(batch_refused(items, count));
+    }
+    json::array jobs;
+    std::size_t created = 0;
+    for (const ControlResult& item : result.items) {
+      jobs.emplace_back(job_to_json(item.job));
+      created += item.created ? 1 : 0;
+    }
+    json::object out;
+    out["jobs"] = std::move(jobs);
+    out["created"] = created;
+    reply(json_response(200, out));
   });
 }
 

@@ -59,6 +59,7 @@ class ApiRoutes {
 
  private:
   void create(const http::Request& r, http::Reply reply);
+  void batch(const http::Request& r, http::Reply reply);
   void put(const http::Request& r, http::Reply reply);
   void list(const http::Request& r, http::Reply reply);
   void get(const http::Request& r, http::Reply reply);

@@ -177,6 +177,39 @@ TEST_F(ApiRoutesTest, IfMatchIsCheckedByTheWriteItself) {
   EXPECT_EQ(a.status, 200) << a.text;
 }
 
+TEST_F(ApiRoutesTest, BatchIsAllOrNothing) {
+  Answer a = call("POST", "/v1/jobs:batch",
+                  R"({"jobs": [
+                    {"id": "b1", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}},
+                    {"id": "b2", "schedule": {"cron": "61 * * * *"}, "command": {"argv": ["x"]}},
+                    {"schedule": {"every": "1m"}, "command": {"argv": ["x"]}}]})");
+  ASSERT_EQ(a.status, 400) << a.text;
+  EXPECT_EQ(error_field(a), "jobs[1].schedule.cron");
+  const json::array& items = a.body.at("error").at("items").as_array();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].at("field").as_string(), "jobs[2].id");
+  EXPECT_EQ(call("GET", "/v1/jobs/b1").status, 404);  // nothing applied
+
+  const std::string good =
+      R"({"jobs": [
+        {"id": "b1", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}},
+        {"id": "b2", "schedule": {"cron": "1 * * * *"}, "command": {"argv": ["x"]}}]})";
+  a = call("POST", "/v1/jobs:batch", good);
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body.at("jobs").as_array().size(), 2u);
+  EXPECT_EQ(a.body.at("created").to_number<int>(), 2);
+  a = call("POST", "/v1/jobs:batch", good);  // a retry changes nothing
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body.at("created").to_number<int>(), 0);
+  EXPECT_EQ(call("POST", "/v1/jobs:batch", R"({"jobs": []})").status, 400);
+  EXPECT_EQ(call("POST", "/v1/jobs:batch", R"({"jobs": [], "x": 1})").status, 400);
+  EXPECT_EQ(call("POST", "/v1/jobs:batch",
+                 R"({"jobs": [{"id": "d", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}},
+                              {"id": "d", "schedule": {"every": "2m"}, "command": {"argv": ["x"]}}]})")
+                .status,
+            400);
+}
+
 TEST_F(ApiRoutesTest, PauseResumeTriggerRunsDelete) {
   ASSERT_EQ(call("POST", "/v1/jobs", kJob).status, 201);
   Answer a = call("POST", "/v1/jobs/every-10s:pause");
