@@ -965,6 +965,17 @@ void SchedulerNode::apply_jobs(std::vector<JobSpec> specs,
       });
 }
 
+void SchedulerNode::get_cluster(std::function<void(absl::StatusOr<ClusterView>)> done) {
+  run_control<ClusterView>(
+      "cluster",
+      [this](Txn& t, ClusterView* o) {
+        o->shard_count = store_.shard_count();
+        o->now = t.now();
+        return store_.leaders(t, &o->leaders);
+      },
+      std::move(done), /*read_only=*/true);
+}
+
 void SchedulerNode::trigger_job(std::string id, bool force,
                                 std::function<void(absl::StatusOr<TriggerResult>)> done) {
   auto args = std::make_shared<TriggerArgs>();
