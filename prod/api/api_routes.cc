@@ -11,6 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/base/duration.h"
+#include "core/base/rfc3339.h"
 #include "core/base/text.h"
 #include "core/schedule/schedule_text.h"
 #include "prod/api/job_json.h"
@@ -220,6 +222,7 @@ http::Router ApiRoutes::router() {
   r.add("POST", "/v1/jobs/{id}:trigger", bind(&ApiRoutes::trigger));
   r.add("GET", "/v1/jobs/{id}/runs", bind(&ApiRoutes::runs));
   r.add("GET", "/v1/jobs/{id}/occurrences", bind(&ApiRoutes::occurrences));
+  r.add("GET", "/v1/cluster", [this](const Request&, Reply reply) { cluster(std::move(reply)); });
   r.add("GET", "/metrics", [this](const Request&, Reply reply) {
     Response res;
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -533,6 +536,48 @@ void ApiRoutes::occurrences(const Request& r, Reply reply) {
     json::object body;
     body["occurrences"] = std::move(records);
     body["more"] = result->more;
+    reply(json_response(200, body));
+  });
+}
+
+void ApiRoutes::cluster(Reply reply) {
+  node_.get_cluster([this, reply](absl::StatusOr<ClusterView> view) {
+    if (!view.ok()) return reply(error_response(view.status()));
+    std::map<std::uint32_t, const LeaderRecord*> by_shard;
+    for (const auto& [shard, record] : view->leaders) by_shard[shard] = &record;
+    json::array shards;
+    for (std::uint32_t i = 0; i < view->shard_count; ++i) {
+      json::object s;
+      s["shard"] = i;
+      auto it = by_shard.find(i);
+      if (it == by_shard.end()) {
+        s["leader"] = nullptr;
+      } else {
+        const LeaderRecord& l = *it->second;
+        const bool live = l.expiry > view->now;
+        s["leader"] = live ? json::value(l.holder) : json::value(nullptr);
+        s["last_holder"] = l.holder;
+        s["epoch"] = l.epoch;
+        s["lease_expiry"] = format_rfc3339_utc(l.expiry);
+        s["expires_in"] =
+            live ? json::value(format_duration(l.expiry - view->now)) : json::value(nullptr);
+      }
+      shards.emplace_back(std::move(s));
+    }
+    json::array leads;
+    for (std::uint32_t i = 0; i < node_.config().shard_count; ++i)
+      if (node_.leads(i)) leads.emplace_back(i);
+    json::object self;
+    self["id"] = node_.id();
+    self["leads"] = std::move(leads);
+    self["clock_sane"] = node_.clock_sane();
+    self["degraded"] = node_.health().degraded;
+    if (node_.health().degraded) self["degraded_reason"] = node_.health().reason;
+    json::object body;
+    body["shard_count"] = view->shard_count;
+    body["store_now"] = format_rfc3339_utc(view->now);
+    body["shards"] = std::move(shards);
+    body["node"] = std::move(self);
     reply(json_response(200, body));
   });
 }

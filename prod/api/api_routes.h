@@ -18,6 +18,8 @@
 //   and nothing is written; a request already in effect succeeds), and
 //   If-Match: * (the job must exist; read just before the write). PATCH
 //   applies the merge patch inside the update's transaction.
+// - /v1/cluster: every shard's leader by the store's leader records and the
+//   store's clock (a lapsed lease shows no leader), plus this node's view.
 // - /healthz: 200 while the process serves. /readyz: 200 only when the
 //   store is open, the node runs, its clock agrees with the store's and it
 //   leads every shard (the single-node server), else 503 naming the reason.
@@ -69,6 +71,7 @@ class ApiRoutes {
   void trigger(const http::Request& r, http::Reply reply);
   void runs(const http::Request& r, http::Reply reply);
   void occurrences(const http::Request& r, http::Reply reply);
+  void cluster(http::Reply reply);
   void readyz(http::Reply reply);
   // The If-Match generation to hand the kernel (nullopt: none); "*" is
   // checked here (the job must exist) before `then` runs.

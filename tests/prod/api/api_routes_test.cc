@@ -275,6 +275,17 @@ TEST_F(ApiRoutesTest, ListFiltersAndPages) {
   EXPECT_EQ(call("GET", "/v1/jobs?page_size=100000").status, 400);
 }
 
+TEST_F(ApiRoutesTest, ClusterShowsTheLeaders) {
+  Answer a = call("GET", "/v1/cluster");
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body.at("shard_count").to_number<int>(), 2);
+  const json::array& shards = a.body.at("shards").as_array();
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_EQ(shards[0].at("leader").as_string(), "n1");
+  EXPECT_FALSE(shards[1].at("expires_in").is_null());
+  EXPECT_EQ(a.body.at("node").at("leads").as_array().size(), 2u);
+}
+
 TEST_F(ApiRoutesTest, HealthReadinessMetricsAndUnknownRoutes) {
   EXPECT_EQ(call("GET", "/healthz").status, 200);
   Answer a = call("GET", "/readyz");
