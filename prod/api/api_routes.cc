@@ -583,30 +583,36 @@ void ApiRoutes::cluster(Reply reply) {
 }
 
 void ApiRoutes::readyz(Reply reply) {
-  std::string reason;
-  if (!options_.store_open()) {
-    reason = "the store is not open";
-  } else if (!node_.running()) {
-    reason = "the scheduler node is not running";
-  } else if (!node_.clock_sane()) {
-    reason = "this node's clock disagrees with the store's; it neither leads nor claims";
-  } else {
-    std::string missing;
-    for (std::uint32_t s = 0; s < node_.config().shard_count; ++s)
-      if (!node_.leads(s)) absl::StrAppend(&missing, missing.empty() ? "" : ",", s);
-    if (!missing.empty()) reason = absl::StrCat("not yet leading shards ", missing);
-  }
-  json::object body;
-  body["ready"] = reason.empty();
-  if (!reason.empty()) body["reason"] = reason;
-  const NodeHealth& h = node_.health();
-  body["degraded"] = h.degraded;
-  if (h.degraded) body["degraded_reason"] = h.reason;
-  if (!reason.empty()) {
+  auto answer = [this, reply](const std::string& reason) {
+    json::object body;
+    body["ready"] = reason.empty();
+    if (!reason.empty()) body["reason"] = reason;
+    const NodeHealth& h = node_.health();
+    body["degraded"] = h.degraded;
+    if (h.degraded) body["degraded_reason"] = h.reason;
+    if (reason.empty()) return reply(json_response(200, body));
     body["error"] = error_body("unavailable", reason).at("error");
-    return reply(json_response(503, body));
-  }
-  reply(json_response(200, body));
+    reply(json_response(503, body));
+  };
+  if (!options_.store_open()) return answer("the store is not open");
+  if (!node_.running()) return answer("the scheduler node is not running");
+  if (!node_.clock_sane())
+    return answer("this node's clock disagrees with the store's; it neither leads nor claims");
+  // Every shard's leadership must be known: led by this node, or held by a
+  // live lease of another one (by the store's records and clock).
+  node_.get_cluster([this, answer](absl::StatusOr<ClusterView> view) {
+    if (!view.ok())
+      return answer(absl::StrCat("reading the leader records failed: ", view.status().message()));
+    std::set<std::uint32_t> held;
+    for (const auto& [shard, record] : view->leaders)
+      if (record.expiry > view->now && record.holder != node_.id()) held.insert(shard);
+    std::string missing;
+    for (std::uint32_t s = 0; s < view->shard_count; ++s)
+      if (!node_.leads(s) && !held.count(s))
+        absl::StrAppend(&missing, missing.empty() ? "" : ",", s);
+    if (!missing.empty()) return answer(absl::StrCat("no known leader for shards ", missing));
+    answer("");
+  });
 }
 
 }  // namespace kairos::api

@@ -21,8 +21,9 @@
 // - /v1/cluster: every shard's leader by the store's leader records and the
 //   store's clock (a lapsed lease shows no leader), plus this node's view.
 // - /healthz: 200 while the process serves. /readyz: 200 only when the
-//   store is open, the node runs, its clock agrees with the store's and it
-//   leads every shard (the single-node server), else 503 naming the reason.
+//   store is open, the node runs, its clock agrees with the store's and every
+//   shard's leadership is known (this node leads it, or another node holds a
+//   live lease by the store's records), else 503 naming the reason.
 // - /metrics: the node's Metrics in Prometheus text format, histograms whose
 //   name ends in _us exported in seconds (_seconds), plus
 //   kairos_http_requests_total{route=,status=}.

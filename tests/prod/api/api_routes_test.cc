@@ -320,6 +320,7 @@ TEST(ApiReadiness, NotReadyUntilStartedAndWhileTheStoreIsClosed) {
       status = res.status;
       body = res.body;
     });
+    for (int i = 0; i < 50 && status == 0; ++i) world.stepper.run(absl::Milliseconds(100));
     return std::make_pair(status, body);
   };
   EXPECT_EQ(ready().first, 503);
@@ -330,6 +331,31 @@ TEST(ApiReadiness, NotReadyUntilStartedAndWhileTheStoreIsClosed) {
   open = false;
   EXPECT_EQ(ready().first, 503);
   EXPECT_NE(ready().second.find("store"), std::string::npos);
+}
+
+TEST(ApiReadiness, AShardLedByAnotherNodeCountsAsKnown) {
+  NodeWorld world;
+  auto& first = world.add_node(test_support::node_config("n1", 4), 7);
+  first.node.start();
+  world.stepper.run(absl::Seconds(2));  // n1 leads all four shards
+  auto& second = world.add_node(test_support::node_config("n2", 4), 8);
+  second.node.start();
+  world.stepper.run(absl::Seconds(2));
+  ApiRoutes api(second.node, second.metrics);
+  const http::Router router = api.router();
+  http::Request r;
+  r.method = "GET";
+  r.target = "/readyz";
+  int status = 0;
+  std::string body;
+  http::route_request(router, r, [&](http::Response res) {
+    status = res.status;
+    body = res.body;
+  });
+  for (int i = 0; i < 50 && status == 0; ++i) world.stepper.run(absl::Milliseconds(100));
+  EXPECT_EQ(status, 200) << body;  // n2 leads nothing, but every leader is known
+  first.node.stop();
+  second.node.stop();
 }
 
 TEST(PrometheusText, MicrosecondHistogramsAreExportedInSeconds) {
