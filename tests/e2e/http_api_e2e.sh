@@ -64,6 +64,8 @@ for _ in $(seq 300); do
 done
 [ "$ran" = 1 ] || fail "no succeeded run within 30 s: $(head -c 400 "$work/body")"
 grep -q '"outcome":"succeeded"' "$work/body" || fail "run without outcome"
+# (what the attempt printed once the process runner reports it)
+grep -q '"attempts":\[{.*"output":' "$work/body" || fail "run attempts without output"
 call GET /v1/jobs/e2e-every/occurrences; expect 200 "occurrences"
 call GET /metrics; expect 200 "metrics"
 grep -q 'kairos_http_requests_total{route="/v1/jobs",status="201"} 1' "$work/body" ||
