@@ -43,6 +43,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -386,6 +387,11 @@ class JobStore {
   absl::Status acquire_or_renew(Txn& txn, std::uint32_t shard, std::string_view node,
                                 std::uint64_t known_epoch, absl::Duration ttl,
                                 LeadershipResult* out) const;
+  // Read-only cluster view: the leader record of every shard that has one,
+  // in shard order (a shard never led is absent), as stored: an expired
+  // record (expiry <= Txn::now()) is returned too, so compare with the
+  // store's now. Writes nothing; fails only on an undecodable record.
+  absl::Status leaders(Txn& txn, std::vector<std::pair<std::uint32_t, LeaderRecord>>* out) const;
   // OK when `leader` holds `shard` now (store clock); else FailedPrecondition
   // "stale epoch ...".
   absl::Status check_leader(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;

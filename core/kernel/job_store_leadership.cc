@@ -77,6 +77,16 @@ absl::Status JobStore::check_leader(Txn& txn, std::uint32_t shard,
                    current->expiry <= now ? " (expired)" : ""));
 }
 
+absl::Status JobStore::leaders(Txn& txn,
+                               std::vector<std::pair<std::uint32_t, LeaderRecord>>* out) const {
+  out->clear();
+  for (std::uint32_t shard = 0; shard < shard_count_; ++shard) {
+    KAIROS_ASSIGN_OR_RETURN(auto rec, read<LeaderRecord>(txn, keys::leader(shard), decode_leader));
+    if (rec) out->emplace_back(shard, std::move(*rec));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status JobStore::leader_gate(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const {
   KAIROS_CHECK(shard < shard_count_);
   if (planted_skips_epoch_check()) return absl::OkStatus();

@@ -624,6 +624,8 @@ void SchedulerNode::try_claim(std::uint64_t key) {
               wg.lease_ttl = config_.lease.lease_ttl;
               wg.payload = std::move(g.payload);
               wg.timeout = g.timeout;
+              wg.late_by = g.run.lateness;
+              wg.occurrences = g.run.stands_for;
               resp.grants.push_back(std::move(wg));
             }
             send(p.peer, resp);
@@ -963,6 +965,17 @@ void SchedulerNode::apply_jobs(std::vector<JobSpec> specs,
                BatchResult{});
         }
       });
+}
+
+void SchedulerNode::get_cluster(std::function<void(absl::StatusOr<ClusterView>)> done) {
+  run_control<ClusterView>(
+      "cluster",
+      [this](Txn& t, ClusterView* o) {
+        o->shard_count = store_.shard_count();
+        o->now = t.now();
+        return store_.leaders(t, &o->leaders);
+      },
+      std::move(done), /*read_only=*/true);
 }
 
 void SchedulerNode::trigger_job(std::string id, bool force,

@@ -69,6 +69,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -94,6 +95,16 @@ struct NodeHealth {
   std::string reason;                     // the latest cause; empty when healthy
   std::uint64_t undecodable_records = 0;  // distinct keys seen
   std::uint64_t failed_txns = 0;          // unexpected aborts (txn.failed)
+};
+
+// What GET /v1/cluster shows: who leads which shard, by the store's records,
+// and the store's clock at the read, so lease expiries can be shown as "in 4s"
+// or "expired".
+struct ClusterView {
+  std::uint32_t shard_count = 0;
+  // Shards with a leader record, in shard order (expired ones included).
+  std::vector<std::pair<std::uint32_t, LeaderRecord>> leaders;
+  absl::Time now;  // Txn::now() of the read
 };
 
 struct SchedulerNodeConfig {
@@ -198,6 +209,10 @@ class SchedulerNode {
                    std::function<void(absl::StatusOr<TriggerResult>)> done);
   void get_ledger(LedgerQuery query, std::function<void(absl::StatusOr<LedgerResult>)> done);
   void list_runs(RunsQuery query, std::function<void(absl::StatusOr<RunsResult>)> done);
+
+  // The cluster view, read in one read-only transaction (JobStore::leaders
+  // plus Txn::now()); retried like every job API read.
+  void get_cluster(std::function<void(absl::StatusOr<ClusterView>)> done);
 
   // Introspection (tests, simulator, health endpoint).
   const std::string& id() const { return config_.node_id; }

@@ -10,6 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "core/base/duration.h"
+#include "core/base/rfc3339.h"
 #include "core/base/text.h"
 #include "core/schedule/schedule_text.h"
 #include "prod/api/job_json.h"
@@ -42,6 +45,10 @@ Response error_response(const absl::Status& status) {
   std::string_view code = error_code(status.code());
   int http = http_status(status.code());
   std::string message(status.message());
+  if (is_generation_mismatch(status))
+    return json_response(
+        412, error_body("precondition_failed", absl::StrCat("If-Match does not hold: ", message),
+                        "If-Match"));
   if (status.code() == absl::StatusCode::kFailedPrecondition) {
     code = "conflict";  // a refusal of the job's state; 412 is If-Match only
     http = 409;
@@ -202,6 +209,7 @@ http::Router ApiRoutes::router() {
     return [this, f](const Request& req, Reply reply) { (this->*f)(req, std::move(reply)); };
   };
   r.add("POST", "/v1/jobs", bind(&ApiRoutes::create));
+  r.add("POST", "/v1/jobs:batch", bind(&ApiRoutes::batch));
   r.add("GET", "/v1/jobs", bind(&ApiRoutes::list));
   r.add("GET", "/v1/jobs/{id}", bind(&ApiRoutes::get));
   r.add("PUT", "/v1/jobs/{id}", bind(&ApiRoutes::put));
@@ -214,6 +222,7 @@ http::Router ApiRoutes::router() {
   r.add("POST", "/v1/jobs/{id}:trigger", bind(&ApiRoutes::trigger));
   r.add("GET", "/v1/jobs/{id}/runs", bind(&ApiRoutes::runs));
   r.add("GET", "/v1/jobs/{id}/occurrences", bind(&ApiRoutes::occurrences));
+  r.add("GET", "/v1/cluster", [this](const Request&, Reply reply) { cluster(std::move(reply)); });
   r.add("GET", "/metrics", [this](const Request&, Reply reply) {
     Response res;
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -238,6 +247,81 @@ void ApiRoutes::create(const Request& r, Reply reply) {
   });
 }
 
+namespace {
+// One refused item of a batch, in the error body's "items".
+json::object batch_item_error(std::size_t index, const absl::Status& status) {
+  json::object item;
+  item["index"] = index;
+  item["code"] = error_code(status.code());
+  item["message"] = std::string(status.message());
+  const std::string field = error_field(status);
+  if (!field.empty()) item["field"] = absl::StrCat("jobs[", index, "].", field);
+  return item;
+}
+
+Response batch_refused(const json::array& items, std::size_t count) {
+  const json::object& first = items.front().as_object();
+  const json::value* field = first.if_contains("field");
+  json::object body = error_body(
+      "invalid_argument",
+      absl::StrCat(items.size(), " of ", count, " jobs refused; nothing was applied; first: jobs[",
+                   first.at("index").to_number<std::uint64_t>(),
+                   "]: ", std::string(first.at("message").as_string())),
+      field ? std::string(field->as_string()) : std::string());
+  body["error"].as_object()["items"] = items;
+  return json_response(400, body);
+}
+}  // namespace
+
+void ApiRoutes::batch(const Request& r, Reply reply) {
+  auto body = parse_json(r.body);
+  if (!body.ok()) return reply(error_response(body.status()));
+  if (!body->is_object()) return reply(bad_request("", "expected {\"jobs\": [...]}"));
+  for (const auto& member : body->get_object())
+    if (member.key() != "jobs")
+      return reply(
+          bad_request(std::string_view(member.key().data(), member.key().size()), "unknown field"));
+  const json::value* jobs = body->get_object().if_contains("jobs");
+  if (jobs == nullptr || !jobs->is_array()) return reply(bad_request("jobs", "must be an array"));
+  const json::array& list = jobs->get_array();
+  if (list.empty() || list.size() > kMaxBatchSize)
+    return reply(bad_request(
+        "jobs", absl::StrCat("must hold 1..", kMaxBatchSize, " jobs, got ", list.size())));
+  std::vector<JobSpec> specs;
+  json::array refused;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    auto spec = job_spec_from_json(list[i]);
+    if (spec.ok() && spec->id.empty())
+      spec = field_error("id", "is required in a batch (a retried batch must name the same jobs)");
+    if (!spec.ok()) {
+      refused.emplace_back(batch_item_error(i, spec.status()));
+      continue;
+    }
+    specs.push_back(std::move(*spec));
+  }
+  if (!refused.empty()) return reply(batch_refused(refused, list.size()));
+  const std::size_t count = specs.size();
+  node_.apply_jobs(std::move(specs), [reply, count](absl::Status status, BatchResult result) {
+    if (!status.ok()) {
+      if (result.errors.empty()) return reply(error_response(status));
+      json::array items;
+      for (const BatchItemError& e : result.errors)
+        items.emplace_back(batch_item_error(e.index, e.status));
+      return reply(batch_refused(items, count));
+    }
+    json::array jobs;
+    std::size_t created = 0;
+    for (const ControlResult& item : result.items) {
+      jobs.emplace_back(job_to_json(item.job));
+      created += item.created ? 1 : 0;
+    }
+    json::object out;
+    out["jobs"] = std::move(jobs);
+    out["created"] = created;
+    reply(json_response(200, out));
+  });
+}
+
 void ApiRoutes::put(const Request& r, Reply reply) {
   const std::string id = r.params.at("id");
   auto spec = decode_job_spec(r.body);
@@ -250,12 +334,13 @@ void ApiRoutes::put(const Request& r, Reply reply) {
     return reply(
         bad_request("id", absl::StrCat("'", excerpt(spec->id),
                                        "' differs from the id in the path '", excerpt(id), "'")));
-  with_precondition(r, std::move(reply), [this, spec = *spec](Reply reply) mutable {
-    node_.apply_job(std::move(spec), [reply](absl::StatusOr<ControlResult> result) {
-      if (!result.ok()) return reply(error_response(result.status()));
-      reply(job_response(result->created ? 201 : 200, result->job));
-    });
-  });
+  with_precondition(
+      r, std::move(reply), [this, spec = *spec](Reply reply, Generation expected) mutable {
+        node_.apply_job(std::move(spec), expected, [reply](absl::StatusOr<ControlResult> result) {
+          if (!result.ok()) return reply(error_response(result.status()));
+          reply(job_response(result->created ? 201 : 200, result->job));
+        });
+      });
 }
 
 void ApiRoutes::list(const Request& r, Reply reply) {
@@ -320,23 +405,23 @@ void ApiRoutes::get(const Request& r, Reply reply) {
   });
 }
 
-void ApiRoutes::with_precondition(const Request& r, Reply reply, std::function<void(Reply)> then) {
+void ApiRoutes::with_precondition(const Request& r, Reply reply,
+                                  std::function<void(Reply, Generation)> then) {
   auto expected = if_match(r);
   if (!expected.ok()) return reply(error_response(expected.status()));
-  if (!*expected && r.header("If-Match") != "*") return then(std::move(reply));
+  // A generation is checked by the kernel in the write's own transaction.
+  if (r.header("If-Match") != "*") return then(std::move(reply), *expected);
+  // "*": the job must exist (read just before the write).
   const std::string id = r.params.at("id");
-  node_.get_job(id, [reply, id, want = *expected, then = std::move(then)](
+  node_.get_job(id, [reply, id, then = std::move(then)](
                         absl::StatusOr<std::optional<JobRecord>> result) mutable {
     if (!result.ok()) return reply(error_response(result.status()));
-    if (!*result || (want && (*result)->generation != *want)) {
-      const std::string now = *result ? absl::StrCat("it is at \"", (*result)->generation, "\"")
-                                      : std::string("it does not exist");
-      return reply(json_response(
-          412, error_body("precondition_failed",
-                          absl::StrCat("If-Match does not hold for job '", excerpt(id), "': ", now),
-                          "If-Match")));
-    }
-    then(std::move(reply));
+    if (!*result)
+      return reply(json_response(412, error_body("precondition_failed",
+                                                 absl::StrCat("If-Match: * does not hold: job '",
+                                                              excerpt(id), "' does not exist"),
+                                                 "If-Match")));
+    then(std::move(reply), std::nullopt);
   });
 }
 
@@ -346,40 +431,30 @@ void ApiRoutes::patch(const Request& r, Reply reply) {
   if (!patch.ok()) return reply(error_response(patch.status()));
   if (!patch->is_object())
     return reply(bad_request("", "a merge patch of a job must be a JSON object"));
-  auto expected = if_match(r);
-  if (!expected.ok()) return reply(error_response(expected.status()));
-  node_.get_job(id, [this, reply, id, patch = std::move(*patch),
-                     want = *expected](absl::StatusOr<std::optional<JobRecord>> result) {
-    if (!result.ok()) return reply(error_response(result.status()));
-    if (!*result)
-      return reply(
-          error_response(absl::NotFoundError(absl::StrCat("job '", excerpt(id), "' not found"))));
-    const JobRecord& job = **result;
-    if (want && job.generation != *want)
-      return reply(json_response(
-          412, error_body("precondition_failed",
-                          absl::StrCat("If-Match does not hold for job '", excerpt(id),
-                                       "': it is at \"", job.generation, "\""),
-                          "If-Match")));
-    if (job.state == JobState::kCancelled)
-      return reply(json_response(
-          409, error_body("conflict", absl::StrCat("job '", excerpt(id),
-                                                   "' is cancelled; PUT it to create it again"))));
-    const json::value merged = merge_patch(json::value(job_spec_to_json(job.spec)), patch);
-    auto spec = job_spec_from_json(merged);
-    if (!spec.ok()) return reply(error_response(spec.status()));
-    if (spec->id != id) return reply(bad_request("id", "a job's id cannot be changed"));
-    node_.apply_job(std::move(*spec), [reply](absl::StatusOr<ControlResult> applied) {
-      if (!applied.ok()) return reply(error_response(applied.status()));
-      reply(job_response(200, applied->job));
-    });
-  });
+  // Runs inside the update's transaction (maybe more than once): a pure
+  // function of the stored spec and the patch.
+  SpecMutation mutate = [patch = std::move(*patch)](JobSpec& spec) -> absl::Status {
+    const json::value merged = merge_patch(json::value(job_spec_to_json(spec)), patch);
+    KAIROS_ASSIGN_OR_RETURN(JobSpec next, job_spec_from_json(merged));
+    if (next.id != spec.id) return field_error("id", "a job's id cannot be changed");
+    spec = std::move(next);
+    return absl::OkStatus();
+  };
+  with_precondition(
+      r, std::move(reply),
+      [this, id, mutate = std::move(mutate)](Reply reply, Generation expected) mutable {
+        node_.update_job(id, std::move(mutate), expected,
+                         [reply](absl::StatusOr<ControlResult> result) {
+                           if (!result.ok()) return reply(error_response(result.status()));
+                           reply(job_response(200, result->job));
+                         });
+      });
 }
 
 void ApiRoutes::remove(const Request& r, Reply reply) {
   const std::string id = r.params.at("id");
-  with_precondition(r, std::move(reply), [this, id](Reply reply) {
-    node_.cancel_job(id, [reply](absl::StatusOr<CancelResult> result) {
+  with_precondition(r, std::move(reply), [this, id](Reply reply, Generation expected) {
+    node_.cancel_job(id, expected, [reply](absl::StatusOr<CancelResult> result) {
       if (!result.ok()) return reply(error_response(result.status()));
       reply(job_response(200, result->job));
     });
@@ -388,15 +463,15 @@ void ApiRoutes::remove(const Request& r, Reply reply) {
 
 void ApiRoutes::control(const Request& r, Reply reply, bool pause) {
   const std::string id = r.params.at("id");
-  with_precondition(r, std::move(reply), [this, id, pause](Reply reply) {
+  with_precondition(r, std::move(reply), [this, id, pause](Reply reply, Generation expected) {
     auto done = [reply](absl::StatusOr<ControlResult> result) {
       if (!result.ok()) return reply(error_response(result.status()));
       reply(job_response(200, result->job));
     };
     if (pause)
-      node_.pause_job(id, std::move(done));
+      node_.pause_job(id, expected, std::move(done));
     else
-      node_.resume_job(id, std::move(done));
+      node_.resume_job(id, expected, std::move(done));
   });
 }
 
@@ -465,31 +540,79 @@ void ApiRoutes::occurrences(const Request& r, Reply reply) {
   });
 }
 
+void ApiRoutes::cluster(Reply reply) {
+  node_.get_cluster([this, reply](absl::StatusOr<ClusterView> view) {
+    if (!view.ok()) return reply(error_response(view.status()));
+    std::map<std::uint32_t, const LeaderRecord*> by_shard;
+    for (const auto& [shard, record] : view->leaders) by_shard[shard] = &record;
+    json::array shards;
+    for (std::uint32_t i = 0; i < view->shard_count; ++i) {
+      json::object s;
+      s["shard"] = i;
+      auto it = by_shard.find(i);
+      if (it == by_shard.end()) {
+        s["leader"] = nullptr;
+      } else {
+        const LeaderRecord& l = *it->second;
+        const bool live = l.expiry > view->now;
+        s["leader"] = live ? json::value(l.holder) : json::value(nullptr);
+        s["last_holder"] = l.holder;
+        s["epoch"] = l.epoch;
+        s["lease_expiry"] = format_rfc3339_utc(l.expiry);
+        s["expires_in"] =
+            live ? json::value(format_duration(l.expiry - view->now)) : json::value(nullptr);
+      }
+      shards.emplace_back(std::move(s));
+    }
+    json::array leads;
+    for (std::uint32_t i = 0; i < node_.config().shard_count; ++i)
+      if (node_.leads(i)) leads.emplace_back(i);
+    json::object self;
+    self["id"] = node_.id();
+    self["leads"] = std::move(leads);
+    self["clock_sane"] = node_.clock_sane();
+    self["degraded"] = node_.health().degraded;
+    if (node_.health().degraded) self["degraded_reason"] = node_.health().reason;
+    json::object body;
+    body["shard_count"] = view->shard_count;
+    body["store_now"] = format_rfc3339_utc(view->now);
+    body["shards"] = std::move(shards);
+    body["node"] = std::move(self);
+    reply(json_response(200, body));
+  });
+}
+
 void ApiRoutes::readyz(Reply reply) {
-  std::string reason;
-  if (!options_.store_open()) {
-    reason = "the store is not open";
-  } else if (!node_.running()) {
-    reason = "the scheduler node is not running";
-  } else if (!node_.clock_sane()) {
-    reason = "this node's clock disagrees with the store's; it neither leads nor claims";
-  } else {
-    std::string missing;
-    for (std::uint32_t s = 0; s < node_.config().shard_count; ++s)
-      if (!node_.leads(s)) absl::StrAppend(&missing, missing.empty() ? "" : ",", s);
-    if (!missing.empty()) reason = absl::StrCat("not yet leading shards ", missing);
-  }
-  json::object body;
-  body["ready"] = reason.empty();
-  if (!reason.empty()) body["reason"] = reason;
-  const NodeHealth& h = node_.health();
-  body["degraded"] = h.degraded;
-  if (h.degraded) body["degraded_reason"] = h.reason;
-  if (!reason.empty()) {
+  auto answer = [this, reply](const std::string& reason) {
+    json::object body;
+    body["ready"] = reason.empty();
+    if (!reason.empty()) body["reason"] = reason;
+    const NodeHealth& h = node_.health();
+    body["degraded"] = h.degraded;
+    if (h.degraded) body["degraded_reason"] = h.reason;
+    if (reason.empty()) return reply(json_response(200, body));
     body["error"] = error_body("unavailable", reason).at("error");
-    return reply(json_response(503, body));
-  }
-  reply(json_response(200, body));
+    reply(json_response(503, body));
+  };
+  if (!options_.store_open()) return answer("the store is not open");
+  if (!node_.running()) return answer("the scheduler node is not running");
+  if (!node_.clock_sane())
+    return answer("this node's clock disagrees with the store's; it neither leads nor claims");
+  // Every shard's leadership must be known: led by this node, or held by a
+  // live lease of another one (by the store's records and clock).
+  node_.get_cluster([this, answer](absl::StatusOr<ClusterView> view) {
+    if (!view.ok())
+      return answer(absl::StrCat("reading the leader records failed: ", view.status().message()));
+    std::set<std::uint32_t> held;
+    for (const auto& [shard, record] : view->leaders)
+      if (record.expiry > view->now && record.holder != node_.id()) held.insert(shard);
+    std::string missing;
+    for (std::uint32_t s = 0; s < view->shard_count; ++s)
+      if (!node_.leads(s) && !held.count(s))
+        absl::StrAppend(&missing, missing.empty() ? "" : ",", s);
+    if (!missing.empty()) return answer(absl::StrCat("no known leader for shards ", missing));
+    answer("");
+  });
 }
 
 }  // namespace kairos::api

@@ -13,13 +13,17 @@
 //   have happened and that the request is safe to retry (every node body is
 //   idempotent); anything else 500. Errors have the contract's shape.
 // - Every response that carries a job carries ETag: "<generation>". PUT,
-//   PATCH, DELETE, :pause and :resume honour If-Match: "<generation>": the
-//   job is read and its generation compared just before the change is sent;
-//   a mismatch is 412 and nothing is changed. (The read and the change are
-//   two transactions: a write that lands between them is not detected.)
+//   PATCH, DELETE, :pause and :resume honour If-Match: "<generation>",
+//   checked by the kernel in the write's own transaction (a mismatch is 412
+//   and nothing is written; a request already in effect succeeds), and
+//   If-Match: * (the job must exist; read just before the write). PATCH
+//   applies the merge patch inside the update's transaction.
+// - /v1/cluster: every shard's leader by the store's leader records and the
+//   store's clock (a lapsed lease shows no leader), plus this node's view.
 // - /healthz: 200 while the process serves. /readyz: 200 only when the
-//   store is open, the node runs, its clock agrees with the store's and it
-//   leads every shard (the single-node server), else 503 naming the reason.
+//   store is open, the node runs, its clock agrees with the store's and every
+//   shard's leadership is known (this node leads it, or another node holds a
+//   live lease by the store's records), else 503 naming the reason.
 // - /metrics: the node's Metrics in Prometheus text format, histograms whose
 //   name ends in _us exported in seconds (_seconds), plus
 //   kairos_http_requests_total{route=,status=}.
@@ -27,6 +31,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +62,7 @@ class ApiRoutes {
 
  private:
   void create(const http::Request& r, http::Reply reply);
+  void batch(const http::Request& r, http::Reply reply);
   void put(const http::Request& r, http::Reply reply);
   void list(const http::Request& r, http::Reply reply);
   void get(const http::Request& r, http::Reply reply);
@@ -66,10 +72,13 @@ class ApiRoutes {
   void trigger(const http::Request& r, http::Reply reply);
   void runs(const http::Request& r, http::Reply reply);
   void occurrences(const http::Request& r, http::Reply reply);
+  void cluster(http::Reply reply);
   void readyz(http::Reply reply);
-  // Reads the job and checks If-Match (when given), then runs `then`.
+  // The If-Match generation to hand the kernel (nullopt: none); "*" is
+  // checked here (the job must exist) before `then` runs.
+  using Generation = std::optional<std::uint64_t>;
   void with_precondition(const http::Request& r, http::Reply reply,
-                         std::function<void(http::Reply)> then);
+                         std::function<void(http::Reply, Generation)> then);
 
   SchedulerNode& node_;
   Metrics& metrics_;

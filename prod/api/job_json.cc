@@ -621,6 +621,7 @@ json::object run_to_json(const RunRecord& run) {
     j["finished_at"] = time_or_null(a.finished_at);
     j["end"] = kairos::to_string(a.end);
     j["exit_code"] = a.exit_code;
+    j["output"] = a.output;
     attempts.emplace_back(std::move(j));
   }
   o["attempts"] = std::move(attempts);

@@ -82,7 +82,8 @@ boost::json::value merge_patch(boost::json::value target, const boost::json::val
 boost::json::object job_spec_to_json(const JobSpec& spec);
 // The job as a response: job_spec_to_json plus "status".
 boost::json::object job_to_json(const JobRecord& job);
-// A run with its attempts (the run "id" is job/incarnation/nominal-micros).
+// A run with its attempts, each with what it printed ("output"); the run
+// "id" is job/incarnation/nominal-micros.
 boost::json::object run_to_json(const RunRecord& run);
 // One ledger record (an occurrence or a range of them).
 boost::json::object ledger_to_json(const LedgerRecord& record);

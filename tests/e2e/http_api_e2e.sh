@@ -3,7 +3,8 @@
 # a job created with curl runs (its runs show a success); malformed JSON, an
 # unknown field, a bad cron expression, an unknown zone, a 12 MB body and a
 # wrong token are refused with the contract's status and error, and leave no
-# job behind; a non-loopback address without tokens is refused at startup.
+# job behind; If-Match, batch and the cluster view work over the wire; a
+# non-loopback address without tokens is refused at startup.
 set -uo pipefail
 KAIROS="$1"
 work=$(mktemp -d)
@@ -63,6 +64,8 @@ for _ in $(seq 300); do
 done
 [ "$ran" = 1 ] || fail "no succeeded run within 30 s: $(head -c 400 "$work/body")"
 grep -q '"outcome":"succeeded"' "$work/body" || fail "run without outcome"
+# (what the attempt printed once the process runner reports it)
+grep -q '"attempts":\[{.*"output":' "$work/body" || fail "run attempts without output"
 call GET /v1/jobs/e2e-every/occurrences; expect 200 "occurrences"
 call GET /metrics; expect 200 "metrics"
 grep -q 'kairos_http_requests_total{route="/v1/jobs",status="201"} 1' "$work/body" ||
@@ -91,6 +94,19 @@ expect 413 "12 MB body"; grep -q '"code":"payload_too_large"' "$work/body" || fa
 call GET /v1/jobs/too-big; expect 404 "after 12 MB body"
 kill -0 "$pid" 2>/dev/null || fail "server died"
 
+call GET /v1/cluster; expect 200 "cluster"
+grep -q '"leads":\[0,1,2,3,4,5,6,7\]' "$work/body" || fail "cluster: this node does not lead every shard"
+etag=$(curl -s -D - -o /dev/null "http://127.0.0.1:$port/v1/jobs/e2e-every" | tr -d '\r' | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')
+[ -n "$etag" ] || fail "no ETag on a job"
+call PATCH /v1/jobs/e2e-every -H 'If-Match: "999"' --data '{"policy": {"priority": 2}}'
+expect 412 "stale If-Match"
+call PATCH /v1/jobs/e2e-every -H "If-Match: $etag" --data '{"policy": {"priority": 2}}'
+expect 200 "PATCH with the ETag"
+grep -q '"priority":2' "$work/body" || fail "PATCH did not change the priority"
+call POST /v1/jobs:batch --data '{"jobs": [{"id": "b-ok", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}},
+  {"id": "b-bad", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}, "policy": {"priority": 10}}]}'
+expect 400 "batch with a bad job"; expect_field 'jobs\[1\].policy.priority' "batch"
+call GET /v1/jobs/b-ok; expect 404 "batch is all or nothing"
 call DELETE /v1/jobs/e2e-every; expect 200 "delete"
 grep -q '"state":"cancelled"' "$work/body" || fail "delete: not cancelled"
 stop

@@ -161,6 +161,55 @@ TEST_F(ApiRoutesTest, PutPatchAndIfMatch) {
   EXPECT_EQ(call("PATCH", "/v1/jobs/none", "{}").status, 404);
 }
 
+TEST_F(ApiRoutesTest, IfMatchIsCheckedByTheWriteItself) {
+  ASSERT_EQ(call("POST", "/v1/jobs", kJob).status, 201);
+  Answer a = call("POST", "/v1/jobs/every-10s:pause", "", {{"If-Match", "\"1\""}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  const std::string etag = a.header("ETag");
+  EXPECT_NE(etag, "\"1\"");  // a pause is a change a client sees
+  a = call("DELETE", "/v1/jobs/every-10s", "", {{"If-Match", "\"1\""}});
+  EXPECT_EQ(a.status, 412) << a.text;
+  EXPECT_EQ(error_field(a), "If-Match");
+  EXPECT_EQ(call("GET", "/v1/jobs/every-10s").body.at("status").at("state").as_string(), "active");
+  EXPECT_EQ(call("DELETE", "/v1/jobs/nope", "", {{"If-Match", "*"}}).status, 412);
+  EXPECT_EQ(call("DELETE", "/v1/jobs/every-10s", "", {{"If-Match", "3"}}).status, 400);
+  a = call("DELETE", "/v1/jobs/every-10s", "", {{"If-Match", etag}});
+  EXPECT_EQ(a.status, 200) << a.text;
+}
+
+TEST_F(ApiRoutesTest, BatchIsAllOrNothing) {
+  Answer a = call("POST", "/v1/jobs:batch",
+                  R"({"jobs": [
+                    {"id": "b1", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}},
+                    {"id": "b2", "schedule": {"cron": "61 * * * *"}, "command": {"argv": ["x"]}},
+                    {"schedule": {"every": "1m"}, "command": {"argv": ["x"]}}]})");
+  ASSERT_EQ(a.status, 400) << a.text;
+  EXPECT_EQ(error_field(a), "jobs[1].schedule.cron");
+  const json::array& items = a.body.at("error").at("items").as_array();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].at("field").as_string(), "jobs[2].id");
+  EXPECT_EQ(call("GET", "/v1/jobs/b1").status, 404);  // nothing applied
+
+  const std::string good =
+      R"({"jobs": [
+        {"id": "b1", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}},
+        {"id": "b2", "schedule": {"cron": "1 * * * *"}, "command": {"argv": ["x"]}}]})";
+  a = call("POST", "/v1/jobs:batch", good);
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body.at("jobs").as_array().size(), 2u);
+  EXPECT_EQ(a.body.at("created").to_number<int>(), 2);
+  a = call("POST", "/v1/jobs:batch", good);  // a retry changes nothing
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body.at("created").to_number<int>(), 0);
+  EXPECT_EQ(call("POST", "/v1/jobs:batch", R"({"jobs": []})").status, 400);
+  EXPECT_EQ(call("POST", "/v1/jobs:batch", R"({"jobs": [], "x": 1})").status, 400);
+  EXPECT_EQ(call("POST", "/v1/jobs:batch",
+                 R"({"jobs": [{"id": "d", "schedule": {"every": "1m"}, "command": {"argv": ["x"]}},
+                              {"id": "d", "schedule": {"every": "2m"}, "command": {"argv": ["x"]}}]})")
+                .status,
+            400);
+}
+
 TEST_F(ApiRoutesTest, PauseResumeTriggerRunsDelete) {
   ASSERT_EQ(call("POST", "/v1/jobs", kJob).status, 201);
   Answer a = call("POST", "/v1/jobs/every-10s:pause");
@@ -226,6 +275,17 @@ TEST_F(ApiRoutesTest, ListFiltersAndPages) {
   EXPECT_EQ(call("GET", "/v1/jobs?page_size=100000").status, 400);
 }
 
+TEST_F(ApiRoutesTest, ClusterShowsTheLeaders) {
+  Answer a = call("GET", "/v1/cluster");
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body.at("shard_count").to_number<int>(), 2);
+  const json::array& shards = a.body.at("shards").as_array();
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_EQ(shards[0].at("leader").as_string(), "n1");
+  EXPECT_FALSE(shards[1].at("expires_in").is_null());
+  EXPECT_EQ(a.body.at("node").at("leads").as_array().size(), 2u);
+}
+
 TEST_F(ApiRoutesTest, HealthReadinessMetricsAndUnknownRoutes) {
   EXPECT_EQ(call("GET", "/healthz").status, 200);
   Answer a = call("GET", "/readyz");
@@ -260,6 +320,7 @@ TEST(ApiReadiness, NotReadyUntilStartedAndWhileTheStoreIsClosed) {
       status = res.status;
       body = res.body;
     });
+    for (int i = 0; i < 50 && status == 0; ++i) world.stepper.run(absl::Milliseconds(100));
     return std::make_pair(status, body);
   };
   EXPECT_EQ(ready().first, 503);
@@ -270,6 +331,31 @@ TEST(ApiReadiness, NotReadyUntilStartedAndWhileTheStoreIsClosed) {
   open = false;
   EXPECT_EQ(ready().first, 503);
   EXPECT_NE(ready().second.find("store"), std::string::npos);
+}
+
+TEST(ApiReadiness, AShardLedByAnotherNodeCountsAsKnown) {
+  NodeWorld world;
+  auto& first = world.add_node(test_support::node_config("n1", 4), 7);
+  first.node.start();
+  world.stepper.run(absl::Seconds(2));  // n1 leads all four shards
+  auto& second = world.add_node(test_support::node_config("n2", 4), 8);
+  second.node.start();
+  world.stepper.run(absl::Seconds(2));
+  ApiRoutes api(second.node, second.metrics);
+  const http::Router router = api.router();
+  http::Request r;
+  r.method = "GET";
+  r.target = "/readyz";
+  int status = 0;
+  std::string body;
+  http::route_request(router, r, [&](http::Response res) {
+    status = res.status;
+    body = res.body;
+  });
+  for (int i = 0; i < 50 && status == 0; ++i) world.stepper.run(absl::Milliseconds(100));
+  EXPECT_EQ(status, 200) << body;  // n2 leads nothing, but every leader is known
+  first.node.stop();
+  second.node.stop();
 }
 
 TEST(PrometheusText, MicrosecondHistogramsAreExportedInSeconds) {

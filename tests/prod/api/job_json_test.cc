@@ -220,12 +220,13 @@ TEST(JobJson, RunAndLedgerEncode) {
   run.state = RunState::kSucceeded;
   run.outcome = RunStatus::kSucceeded;
   run.attempts.push_back({1, 7, "w1", absl::FromUnixSeconds(61), absl::FromUnixSeconds(62),
-                          AttemptEnd::kSucceeded, 0});
+                          AttemptEnd::kSucceeded, 0, "done\n"});
   const json::object r = run_to_json(run);
   EXPECT_EQ(r.at("id").as_string(), "j/1/60000000");
   EXPECT_EQ(r.at("outcome").as_string(), "succeeded");
   EXPECT_EQ(r.at("attempts").as_array().at(0).at("token").to_number<std::uint64_t>(), 7u);
   EXPECT_EQ(r.at("attempts").as_array().at(0).at("worker").as_string(), "w1");
+  EXPECT_EQ(r.at("attempts").as_array().at(0).at("output").as_string(), "done\n");
   LedgerRecord l;
   l.nominal = l.through = l.fire_at = absl::FromUnixSeconds(60);
   l.outcome = LedgerOutcome::kCoalesced;
