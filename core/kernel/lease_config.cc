@@ -100,4 +100,22 @@ bool within_lease(absl::Time sent, absl::Time deadline, absl::Duration ttl, absl
   return us(deadline - sent) <= std::max<std::int64_t>(us(ttl), 0) - us(margin);
 }
 
+absl::StatusOr<LeaseConfig> lease_config_for_ttl(absl::Duration ttl) {
+  if (ttl < kMinLeaseTtl || ttl > kMaxLeaseTtl || us(ttl) % 1000 != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lease.ttl: must be whole milliseconds in [1s, 24h], got ", absl::FormatDuration(ttl)));
+  LeaseConfig c;
+  c.lease_ttl = ttl;
+  c.heartbeat_period = absl::Microseconds(us(ttl) / 30 * 8 + us(ttl) % 30 * 8 / 30);
+  c.rpc_timeout = std::min(absl::Microseconds(lease_defaults::kRpcTimeoutUs), ttl / 15);
+  c.margin = c.rpc_timeout;  // shared with the leader lease: never above the default
+  const absl::Status s = validate(c);
+  KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
+  return c;
+}
+
+absl::Duration claim_wait_for(const LeaseConfig& c) {
+  return std::min(absl::Microseconds(lease_defaults::kClaimWaitUs), c.lease_ttl / 3);
+}
+
 }  // namespace kairos

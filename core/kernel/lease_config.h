@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace kairos {
@@ -67,6 +68,22 @@ struct LeaseConfig {
 
 // Errors name the field ("lease.heartbeat_period: ...").
 absl::Status validate(const LeaseConfig& c);
+
+// The run-lease timing for a run lease of `ttl` (the `--lease-ttl` flag):
+// the defaults scaled to it. heartbeat_period = ttl x 8/30, rpc_timeout =
+// min(2 s, ttl / 15), margin = rpc_timeout (the margin also guards the
+// leader lease, so it never grows past its default); the drift
+// bound and the leader lease keep their defaults. With the default ttl
+// this is exactly LeaseConfig{}. InvalidArgument naming "lease.ttl" unless
+// ttl is in [kMinLeaseTtl, kMaxLeaseTtl] and whole milliseconds; the result
+// always passes validate().
+inline constexpr absl::Duration kMinLeaseTtl = absl::Seconds(1);
+inline constexpr absl::Duration kMaxLeaseTtl = absl::Hours(24);
+absl::StatusOr<LeaseConfig> lease_config_for_ttl(absl::Duration ttl);
+
+// The worker's long-poll bound for a lease: min(10 s, ttl / 3), so a parked
+// claim is answered well within one heartbeat of a lease of that length.
+absl::Duration claim_wait_for(const LeaseConfig& c);
 
 // Aborts unless `c` passed validate() and the relations above hold for its
 // derived values (effective run and leader leases, heartbeat and renewal

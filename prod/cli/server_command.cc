@@ -52,6 +52,7 @@
 #include "core/ports/random.h"
 #include "core/twins/loopback_transport.h"
 #include "prod/cli/commands.h"
+#include "prod/cli/server_flags.h"
 #include "prod/log/log_event_log.h"
 #include "prod/net/listen_config.h"
 #include "prod/net/tcp_transport.h"
@@ -64,42 +65,6 @@
 namespace kairos::cli {
 namespace {
 
-constexpr const char* kServerUsage =
-    "usage: kairos server --data-dir DIR [--map-size BYTES] [--node-id ID]\n"
-    "                     [--shards N] [--workers N] [--demo [--demo-every SECONDS]]\n"
-    "                     [--listen ADDR:PORT] [--worker-secret-file FILE]\n"
-    "\n"
-    "Runs a scheduler node with the embedded LMDB store in DIR (created if\n"
-    "missing or empty; one server per DIR) and N local workers that run jobs as\n"
-    "child processes. Events are logged to stderr, one line each. Stops cleanly\n"
-    "on SIGINT or SIGTERM.\n"
-    "\n"
-    "options:\n"
-    "  --data-dir DIR        the store's directory (required)\n"
-    "  --map-size BYTES      initial LMDB map size; it grows on demand\n"
-    "                        (default 67108864 = 64M, at least 1048576 = 1M;\n"
-    "                        suffixes K, M, G allowed)\n"
-    "  --node-id ID          this node's name in leader records and logs\n"
-    "                        (default: the host name)\n"
-    "  --shards N            shard count, fixed when the store is created\n"
-    "                        (default 8, at most 4096)\n"
-    "  --workers N           local workers, each running up to 4 jobs at once\n"
-    "                        (default 2; 0 runs no jobs here)\n"
-    "  --demo                create the demo job 'demo-hello' (every 10 s, UTC)\n"
-    "                        if it does not exist yet\n"
-    "  --demo-every SECONDS  the demo job's period instead of 10: a divisor of\n"
-    "                        60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30); for tests\n"
-    "  --listen ADDR:PORT    where remote `kairos worker`s connect: a numeric IP or\n"
-    "                        localhost and a port (0: any free port, logged in\n"
-    "                        net.listening), or none (default 127.0.0.1:7070);\n"
-    "                        an address other than loopback needs\n"
-    "                        --worker-secret-file\n"
-    "  --worker-secret-file FILE  a shared secret (16..4096 bytes, not readable by\n"
-    "                        others) every remote worker must prove (HMAC\n"
-    "                        challenge-response; the secret never crosses the\n"
-    "                        network) (default: none)\n"
-    "  --help                show this text\n";
-
 // In the 0x00 store-metadata range that core/kernel/keyspace.h reserves; the LMDB
 // adapter keeps its own schema record apart, in its meta database.
 constexpr std::string_view kHealthKey{"\x00kairos.server_health", 21};
@@ -107,162 +72,8 @@ constexpr std::string_view kHealthKey{"\x00kairos.server_health", 21};
 constexpr std::string_view kDemoJobId = "demo-hello";
 constexpr std::string_view kDemoScript =
     "echo \"hello from kairos: key=$KAIROS_IDEMPOTENCY_KEY token=$KAIROS_FENCING_TOKEN\"";
-constexpr std::uint32_t kMaxLocalWorkers = 64;
-static_assert(kLmdbMinMapSize == std::size_t{1} << 20, "--help and the --map-size error say 1M");
 // How long shutdown waits for terminated jobs beyond the kill grace.
 constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
-
-struct ServerFlags {
-  std::string data_dir;
-  std::size_t map_size = std::size_t{64} << 20;
-  std::string node_id;
-  std::uint32_t shards = 8;
-  std::uint32_t workers = 2;
-  bool demo = false;
-  std::uint32_t demo_every = 10;
-  bool demo_every_given = false;
-  std::string listen{net::kDefaultListen};
-  std::string worker_secret_file;
-};
-
-std::optional<std::size_t> parse_size(std::string_view text) {
-  std::size_t multiplier = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'K':
-      case 'k':
-        multiplier = std::size_t{1} << 10;
-        break;
-      case 'M':
-      case 'm':
-        multiplier = std::size_t{1} << 20;
-        break;
-      case 'G':
-      case 'g':
-        multiplier = std::size_t{1} << 30;
-        break;
-      default:
-        break;
-    }
-    if (multiplier != 1) text.remove_suffix(1);
-  }
-  std::size_t value = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || value == 0)
-    return std::nullopt;
-  if (value > SIZE_MAX / multiplier) return std::nullopt;
-  return value * multiplier;
-}
-
-std::optional<std::uint32_t> parse_u32(std::string_view text) {
-  std::uint32_t value = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
-  return value;
-}
-
-int bad_value(std::string_view flag, std::string_view expected, std::string_view got) {
-  const std::string shown = excerpt(got);
-  std::fprintf(stderr, "kairos server: flag %.*s: expected %.*s, got '%s'\n",
-               static_cast<int>(flag.size()), flag.data(), static_cast<int>(expected.size()),
-               expected.data(), shown.c_str());
-  return 2;
-}
-
-// Node ids appear in every log line and leader record: printable ASCII
-// without the characters the log format quotes.
-bool valid_node_id(std::string_view id) {
-  return !id.empty() && id.size() <= kMaxWorkerIdSize && is_printable_ascii(id) &&
-         id.find_first_of(" \"=\\") == std::string_view::npos;
-}
-
-// Returns the exit code when parsing ends the command (help, bad usage).
-std::optional<int> parse_flags(int argc, char** argv, ServerFlags& flags) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    std::optional<std::string_view> inline_value;
-    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      inline_value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kServerUsage, stdout);
-      return 0;
-    }
-    if (arg == "--demo") {
-      if (inline_value) return bad_value(arg, "no value", *inline_value);
-      flags.demo = true;
-      continue;
-    }
-    if (arg != "--data-dir" && arg != "--map-size" && arg != "--node-id" && arg != "--shards" &&
-        arg != "--workers" && arg != "--demo-every" && arg != "--listen" &&
-        arg != "--worker-secret-file") {
-      std::fprintf(stderr, "kairos server: unknown flag '%s'\n\n%s", excerpt(arg).c_str(),
-                   kServerUsage);
-      return 2;
-    }
-    std::string_view value;
-    if (inline_value) {
-      value = *inline_value;
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      std::fprintf(stderr, "kairos server: flag %.*s needs a value\n\n%s",
-                   static_cast<int>(arg.size()), arg.data(), kServerUsage);
-      return 2;
-    }
-    if (arg == "--data-dir") {
-      if (value.empty()) {
-        std::fputs("kairos server: flag --data-dir needs a non-empty directory\n", stderr);
-        return 2;
-      }
-      flags.data_dir = std::string(value);
-    } else if (arg == "--map-size") {
-      const auto size = parse_size(value);
-      if (!size || *size < kLmdbMinMapSize)
-        return bad_value(arg, "a byte count of at least 1M (1048576), such as 1073741824 or 1G",
-                         value);
-      flags.map_size = *size;
-    } else if (arg == "--node-id") {
-      if (!valid_node_id(value))
-        return bad_value(
-            arg, "1..200 printable ASCII characters without spaces, quotes, '=' or '\\'", value);
-      flags.node_id = std::string(value);
-    } else if (arg == "--shards") {
-      const auto n = parse_u32(value);
-      if (!n || *n < 1 || *n > keys::kMaxShards)
-        return bad_value(arg, absl::StrCat("an integer in [1, ", keys::kMaxShards, "]"), value);
-      flags.shards = *n;
-    } else if (arg == "--workers") {
-      const auto n = parse_u32(value);
-      if (!n || *n > kMaxLocalWorkers)
-        return bad_value(arg, absl::StrCat("an integer in [0, ", kMaxLocalWorkers, "]"), value);
-      flags.workers = *n;
-    } else if (arg == "--listen") {
-      flags.listen = std::string(value);
-    } else if (arg == "--worker-secret-file") {
-      if (value.empty()) return bad_value(arg, "a file name", value);
-      flags.worker_secret_file = std::string(value);
-    } else {  // --demo-every
-      const auto n = parse_u32(value);
-      if (!n || *n < 1 || *n > 30 || 60 % *n != 0)
-        return bad_value(
-            arg, "a number of seconds that divides 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)",
-            value);
-      flags.demo_every = *n;
-      flags.demo_every_given = true;
-    }
-  }
-  if (flags.data_dir.empty()) {
-    std::fprintf(stderr, "kairos server: flag --data-dir is required\n\n%s", kServerUsage);
-    return 2;
-  }
-  if (flags.demo_every_given && !flags.demo) {
-    std::fputs("kairos server: flag --demo-every: only meaningful with --demo\n", stderr);
-    return 2;
-  }
-  return std::nullopt;
-}
 
 std::string default_node_id() {
   char host[256] = {};
@@ -403,7 +214,8 @@ struct Server {
   };
   std::vector<LocalWorker> workers;
 
-  explicit Server(boost::asio::io_context& loop) : io(loop) {}
+  Server(boost::asio::io_context& loop, LogEventLogOptions log_options)
+      : io(loop), log(log_options) {}
 
   void note(std::string_view kind, std::vector<EventField> fields = {}) {
     Event e;
@@ -443,7 +255,7 @@ struct Server {
 
 int server_command(int argc, char** argv) {
   ServerFlags flags;
-  if (auto code = parse_flags(argc, argv, flags)) return *code;
+  if (auto code = parse_server_flags(argc, argv, flags)) return *code;
   if (flags.node_id.empty()) flags.node_id = default_node_id();
   auto listen = net::listen_config_from_flags(flags.listen, flags.worker_secret_file);
   if (!listen.ok()) {
@@ -454,10 +266,12 @@ int server_command(int argc, char** argv) {
 
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);  // the store's writer posts results
-  Server server(io);
+  LogEventLogOptions log_options;
+  log_options.format = flags.log_format == "json" ? LogFormat::kJson : LogFormat::kText;
+  Server server(io, log_options);
 
   LmdbOptions options;
-  options.path = flags.data_dir;
+  options.path = flags.lmdb_dir;
   options.initial_map_size = flags.map_size;
   auto opened = LmdbStorage::Open(options, server.clock, server.timers);
   if (!opened.ok()) {
@@ -526,6 +340,7 @@ int server_command(int argc, char** argv) {
   node_config.node_id = flags.node_id;
   node_config.shard_count = flags.shards;
   node_config.poll_interval = absl::Seconds(1);
+  node_config.lease = flags.lease;
   // The grace between SIGTERM and SIGKILL stays within the lease margin, so a
   // job stopped at its worker's lease deadline is gone before the lease lapses.
   ProcessRunnerOptions runner_options;
@@ -587,6 +402,7 @@ int server_command(int argc, char** argv) {
     wc.worker_id = absl::StrCat(flags.node_id, "/w", i + 1);
     wc.nodes = {server.node_endpoint->id()};
     wc.lease = node_config.lease;
+    wc.claim_wait = claim_wait_for(node_config.lease);
     w.worker = std::make_unique<Worker>(server.clock, server.timers, *w.endpoint, *server.runner,
                                         *w.random, server.log, server.metrics, std::move(wc));
     server.workers.push_back(std::move(w));

@@ -90,19 +90,14 @@ constexpr const char* kWorkerUsage =
     "                        readable by others); with it the worker also\n"
     "                        requires the server to prove the secret\n"
     "                        (default: none)\n"
-    "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for\n"
-    "                        (heartbeat = ttl x 4/15, long poll = ttl / 3): at\n"
-    "                        most the server's lease, which grants 30s today\n"
-    "                        (default 30s, in [10s, 30s])\n"
+    "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for:\n"
+    "                        the server's --lease-ttl (default 30s, in\n"
+    "                        [1s, 24h]); heartbeat and long poll follow from it\n"
     "  --help                show this text\n";
 
 constexpr std::uint32_t kMaxConcurrency = 1024;
 constexpr const char* kRecordsDir = "running";  // as a server's DATA_DIR/running
 constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
-constexpr absl::Duration kMinLeaseTtl = absl::Seconds(10);
-constexpr absl::Duration kMaxLeaseTtl = absl::Microseconds(lease_defaults::kLeaseTtlUs);
-static_assert(lease_defaults::kLeaseTtlUs == 30'000'000,
-              "--help and the --lease-ttl error say 30s");
 
 enum RunnerKind : unsigned { kCommandRunner = 1, kHttpRunner = 2 };
 
@@ -137,14 +132,6 @@ std::optional<unsigned> parse_runners(std::string_view text) {
     if (comma == std::string_view::npos) return kinds;
     text.remove_prefix(comma + 1);
   }
-}
-
-// The lease configuration a worker plans with, scaled from the lease ttl as
-// the defaults are (heartbeat 8 s and long poll 10 s of a 30 s lease).
-void scale_lease(absl::Duration ttl, WorkerConfig& wc) {
-  wc.lease.lease_ttl = ttl;
-  wc.lease.heartbeat_period = ttl * 4 / 15;
-  wc.claim_wait = ttl / 3;
 }
 
 // Returns the exit code when parsing ends the command (help, bad usage).
@@ -211,10 +198,8 @@ std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
       flags.secret_file = std::string(value);
     } else {  // --lease-ttl
       auto d = parse_duration(value);
-      // Longer than the server's lease, heartbeats would come too late for
-      // the leases it grants (kLeaseTtlUs: a server has no flag for it yet).
       if (!d.ok() || *d < kMinLeaseTtl || *d > kMaxLeaseTtl)
-        return bad_value(arg, "a duration in [10s, 30s], such as 20s", value);
+        return bad_value(arg, "a duration in [1s, 24h], such as 30s", value);
       flags.lease_ttl = *d;
     }
   }
@@ -326,8 +311,13 @@ int worker_command(int argc, char** argv) {
   wc.worker_id = flags.id;
   wc.nodes = {net::TcpClientTransport::kNode};
   wc.max_concurrent = flags.concurrency;
-  scale_lease(flags.lease_ttl, wc);
-  if (absl::Status s = validate(wc); !s.ok()) {
+  // The same derivation as the server's, so equal --lease-ttl values agree.
+  auto lease = lease_config_for_ttl(flags.lease_ttl);
+  if (lease.ok()) {
+    wc.lease = *lease;
+    wc.claim_wait = claim_wait_for(wc.lease);
+  }
+  if (absl::Status s = lease.ok() ? validate(wc) : lease.status(); !s.ok()) {
     std::fprintf(stderr, "kairos worker: flag --lease-ttl: %s\n", std::string(s.message()).c_str());
     return 2;
   }

@@ -3,8 +3,11 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <cerrno>
 #include <utility>
+
+#include "core/base/rfc3339.h"
 
 namespace kairos {
 
@@ -30,7 +33,36 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+std::string format_line(const Event& event, LogFormat format) {
+  return format == LogFormat::kJson ? format_event_json(event) : format_event(event);
+}
+
 }  // namespace
+
+std::string format_event_json(const Event& event) {
+  boost::json::object o;
+  o["at"] = format_rfc3339_utc(event.at);
+  o["kind"] = std::string(event.kind);
+  for (const EventField& f : event.fields) {
+    std::string key(f.name);
+    if (key == "at" || key == "kind") key = "field." + key;
+    boost::json::value v;
+    std::visit(
+        [&v](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, absl::Time>) {
+            v = format_rfc3339_utc(x);
+          } else if constexpr (std::is_same_v<T, absl::Duration>) {
+            v = absl::ToDoubleSeconds(x);
+          } else {
+            v = x;
+          }
+        },
+        f.value);
+    o[key] = std::move(v);
+  }
+  return boost::json::serialize(o);
+}
 
 LogEventLog::LogEventLog(LogEventLogOptions options)
     : options_(options), writer_([this] { writer_main(); }) {}
@@ -45,7 +77,7 @@ LogEventLog::~LogEventLog() {
 }
 
 void LogEventLog::record(Event event) {
-  std::string line = format_event(event);
+  std::string line = format_line(event, options_.format);
   line.push_back('\n');
   append(std::move(line), event.at);
 }
@@ -66,7 +98,7 @@ void LogEventLog::append(std::string line, absl::Time at) {
       notice.at = at;
       notice.kind = "log.dropped";
       notice.with("count", unreported_drops_);
-      pending_ += format_event(notice);
+      pending_ += format_line(notice, options_.format);
       pending_.push_back('\n');
       unreported_drops_ = 0;
     }

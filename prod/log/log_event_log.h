@@ -2,7 +2,8 @@
 //
 // Purpose. `kairos server` writes every event its scheduler node, workers and
 // runners record as one line (core/ports/event_log.h's format_event, the same text
-// the simulator hashes) to a file descriptor, normally stderr:
+// the simulator hashes; or, with LogFormat::kJson, one JSON object) to a file
+// descriptor, normally stderr:
 //
 //   2026-01-01T10:00:00.123456Z run.completed job=demo-hello ... outcome=succeeded
 //
@@ -34,10 +35,23 @@
 
 namespace kairos {
 
+enum class LogFormat : std::uint8_t {
+  kText,  // format_event's line
+  kJson,  // one JSON object per line (format_event_json)
+};
+
 struct LogEventLogOptions {
   int fd = 2;  // stderr
   std::size_t max_buffered_bytes = std::size_t{8} << 20;
+  LogFormat format = LogFormat::kText;
 };
+
+// One event as one JSON object, without a newline:
+//   {"at":"2026-01-01T10:00:00.123456Z","kind":"run.completed","job":"demo-hello",...}
+// Fields keep their order; integers are JSON numbers, times RFC 3339 strings
+// (UTC), durations numbers of seconds (1.5), text escaped by Boost.JSON. A field named "at" or
+// "kind" is written as "field.at" / "field.kind" so it cannot shadow the event's own.
+std::string format_event_json(const Event& event);
 
 class LogEventLog final : public EventLog {
  public:

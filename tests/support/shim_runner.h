@@ -18,15 +18,9 @@
 #include "core/ports/clock.h"
 #include "core/ports/runner.h"
 #include "prod/runners/process_runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace kairos::test_support {
-
-// A new directory under /tmp named after `prefix` (the test removes it).
-inline std::string temp_dir(const std::string& prefix) {
-  std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
 
 // The names of the entries of `dir`, in directory order.
 inline std::vector<std::string> entries(const std::string& dir) {

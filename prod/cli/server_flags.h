@@ -1,0 +1,49 @@
+// The flags of `kairos server`: one table (prod/cli/flags.h), so the command
+// line, the --config file and --help agree. docs/OPERATIONS.md lists them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/time/time.h"
+#include "core/kernel/lease_config.h"
+
+namespace kairos::cli {
+
+struct ServerFlags {
+  std::string data_dir;
+  std::string store;  // "lmdb:DIR"; empty: lmdb at data_dir
+  std::size_t map_size = std::size_t{64} << 20;
+  std::string node_id;  // empty: the host name
+  std::uint32_t shards = 8;
+  std::uint32_t workers = 2;
+  absl::Duration lease_ttl = absl::Microseconds(lease_defaults::kLeaseTtlUs);
+  std::string log_format = "text";
+  bool demo = false;
+  std::uint32_t demo_every = 10;
+  // Remote workers (prod/net/listen_config.h validates both).
+  std::string listen = "127.0.0.1:7070";
+  std::string worker_secret_file;
+
+  // Derived by parse_server_flags: the LMDB directory (from --store or
+  // --data-dir) and the run-lease timing for lease_ttl.
+  std::string lmdb_dir;
+  LeaseConfig lease;
+};
+
+inline constexpr std::uint32_t kMaxLocalWorkers = 64;
+
+// Parses argv (argv[0] is "server"): std::nullopt to go on, else the exit code
+// (0 after --help; 2 after a usage error, already printed, naming the flag).
+std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags);
+
+// Node ids appear in every log line and leader record: 1..200 printable
+// ASCII characters without spaces, quotes, '=' or '\'.
+bool valid_node_id(std::string_view id);
+
+// "64M" -> 67108864: a positive byte count with an optional K, M or G suffix.
+std::optional<std::size_t> parse_size(std::string_view text);
+
+}  // namespace kairos::cli
