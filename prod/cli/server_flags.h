@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
+#include "prod/cli/flags.h"
 
 namespace kairos::cli {
 
@@ -23,8 +24,9 @@ struct ServerFlags {
   std::string log_format = "text";
   bool demo = false;
   std::uint32_t demo_every = 10;
-  // Remote workers (prod/net/listen_config.h validates both).
-  std::string listen = "127.0.0.1:7070";
+  // Remote workers: where to listen (none: no listener) and the secret
+  // they must prove (read at startup; empty: none).
+  std::optional<HostPort> listen = HostPort{"127.0.0.1", 7070};
   std::string worker_secret_file;
 
   // Derived by parse_server_flags: the LMDB directory (from --store or

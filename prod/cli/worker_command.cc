@@ -47,6 +47,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/base/absl_compat.h"
 #include "core/base/duration.h"
 #include "core/base/text.h"
 #include "core/kernel/lease_config.h"
@@ -54,6 +56,7 @@
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "prod/cli/commands.h"
+#include "prod/cli/flags.h"
 #include "prod/log/log_event_log.h"
 #include "prod/net/handshake.h"
 #include "prod/net/tcp_transport.h"
@@ -96,6 +99,7 @@ constexpr const char* kWorkerUsage =
     "  --help                show this text\n";
 
 constexpr std::uint32_t kMaxConcurrency = 1024;
+constexpr std::size_t kMaxServers = 64;
 constexpr const char* kRecordsDir = "running";  // as a server's DATA_DIR/running
 constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
 
@@ -165,13 +169,17 @@ std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
       return 2;
     }
     if (arg == "--connect") {
-      auto list = net::parse_address_list(value);
-      if (!list.ok()) {
-        std::fprintf(stderr, "kairos worker: flag --connect: %s\n",
-                     std::string(list.status().message()).c_str());
-        return 2;
+      flags.connect.clear();
+      for (absl::string_view part : absl::StrSplit(absl_sv(value), ',')) {
+        HostPort at;
+        if (absl::Status st = parse_host_port(std_sv(part), &at, /*allow_port_zero=*/false);
+            !st.ok() || flags.connect.size() == kMaxServers) {
+          std::fprintf(stderr, "kairos worker: flag --connect: %s\n",
+                       st.ok() ? "at most 64 servers" : std::string(st.message()).c_str());
+          return 2;
+        }
+        flags.connect.push_back({at.host, at.port});
       }
-      flags.connect = std::move(list).value();
       connect_given = true;
     } else if (arg == "--state-dir") {
       if (value.empty()) return bad_value(arg, "a directory", value);
