@@ -257,15 +257,11 @@ int server_command(int argc, char** argv) {
   ServerFlags flags;
   if (auto code = parse_server_flags(argc, argv, flags)) return *code;
   if (flags.node_id.empty()) flags.node_id = default_node_id();
-  std::optional<std::string> worker_secret;
-  if (!flags.worker_secret_file.empty()) {
-    auto secret = net::read_secret_file(flags.worker_secret_file);
-    if (!secret.ok()) {
-      std::fprintf(stderr, "kairos server: flag --worker-secret-file: %s\n",
-                   std::string(secret.status().message()).c_str());
-      return 2;
-    }
-    worker_secret = std::move(secret).value();
+  auto worker_secret = net::secret_from_flag(flags.worker_secret_file);
+  if (!worker_secret.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n",
+                 std::string(worker_secret.status().message()).c_str());
+    return 2;
   }
   ::signal(SIGPIPE, SIG_IGN);  // a closed log pipe is an error to count, not a reason to die
 
@@ -382,7 +378,7 @@ int server_command(int argc, char** argv) {
   if (flags.listen) {
     net::TcpServerTransport::Options o;
     o.server_id = flags.node_id;
-    o.secret = worker_secret;
+    o.secret = *worker_secret;
     o.idle_timeout = net::idle_timeout_for(node_config.lease, node_config.max_claim_wait);
     auto remote =
         net::TcpServerTransport::Listen(io, net::NetAddress{flags.listen->host, flags.listen->port},

@@ -305,15 +305,10 @@ int worker_command(int argc, char** argv) {
   WorkerFlags flags;
   if (auto code = parse_flags(argc, argv, flags)) return *code;
   if (flags.id.empty()) flags.id = default_worker_id();
-  std::optional<std::string> secret;
-  if (!flags.secret_file.empty()) {
-    auto s = net::read_secret_file(flags.secret_file);
-    if (!s.ok()) {
-      std::fprintf(stderr, "kairos worker: flag --worker-secret-file: %s\n",
-                   std::string(s.status().message()).c_str());
-      return 2;
-    }
-    secret = std::move(s).value();
+  auto secret = net::secret_from_flag(flags.secret_file);
+  if (!secret.ok()) {
+    std::fprintf(stderr, "kairos worker: %s\n", std::string(secret.status().message()).c_str());
+    return 2;
   }
   WorkerConfig wc;
   wc.worker_id = flags.id;
@@ -368,7 +363,7 @@ int worker_command(int argc, char** argv) {
 
   net::TcpClientTransport::Options to;
   to.worker_id = flags.id;
-  to.secret = secret;
+  to.secret = *secret;
   to.nodes = flags.connect;
   to.idle_timeout = net::idle_timeout_for(wc.lease, wc.claim_wait);
   to.seed = fresh_seed();
@@ -390,7 +385,7 @@ int worker_command(int argc, char** argv) {
         {"connect", targets},
         {"concurrency", static_cast<std::uint64_t>(flags.concurrency)},
         {"runners", kinds},
-        {"secret", std::string(secret ? "yes" : "no")}});
+        {"secret", std::string(*secret ? "yes" : "no")}});
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int received = 0;
