@@ -73,6 +73,37 @@ inline constexpr std::size_t kMaxDetailSize = 4096;
 absl::Status validate_job_spec(const JobSpec& spec);
 absl::Status validate_job_id(std::string_view id);
 
+// Preconditions (HTTP If-Match). A job record's `generation` is the version
+// of the record as the API shows it: every committed change a client can see
+// (spec update, pause, resume, cancel, re-creation after a cancel) adds one,
+// and it never goes back for an id. The control bodies (pause, resume,
+// update, apply, cancel) take an optional expected generation, checked in the
+// same transaction as the write: when given and the job is at another
+// generation, the body writes nothing and fails with generation_mismatch().
+// A request that is already in effect (pausing a paused job, an update that
+// changes nothing, cancelling a cancelled job) succeeds without the check,
+// since nothing is written either way; this is what keeps a retry after an
+// unknown outcome idempotent (the first try bumped the generation, the retry
+// finds its own change in effect).
+//
+// The error: FailedPrecondition "generation: expected E, job 'id' is at A"
+// (or "... does not exist"), carrying the payload kGenerationMismatchPayload
+// whose value is the job's current generation in decimal ("" when the job
+// does not exist), so callers can tell it apart from other
+// FailedPrecondition errors (e.g. a cancelled job).
+inline constexpr std::string_view kGenerationMismatchPayload =
+    "type.kairos.dev/kairos.GenerationMismatch";
+// `actual` nullopt: the job does not exist.
+absl::Status generation_mismatch(std::string_view job_id, std::uint64_t expected,
+                                 std::optional<std::uint64_t> actual);
+// True exactly for errors made by generation_mismatch() (the payload is kept
+// when the status travels through Storage and SchedulerNode unchanged).
+bool is_generation_mismatch(const absl::Status& status);
+// OK when `expected` is empty or equals `actual`; otherwise
+// generation_mismatch().
+absl::Status check_generation(std::string_view job_id, std::optional<std::uint64_t> expected,
+                              std::optional<std::uint64_t> actual);
+
 // Store-wide policy knobs (not per job). Defaults in docs/POLICIES.md.
 struct PolicyOptions {
   // Ledger retention per job id: keep at most `ledger_keep` records and none
@@ -123,6 +154,27 @@ struct ControlResult {
   std::vector<Event> events;
 };
 using SpecMutation = std::function<absl::Status(JobSpec&)>;
+
+// Batch apply (POST /v1/jobs:batch): every spec create-or-updated as
+// apply() does, all in one transaction, all or nothing.
+inline constexpr std::size_t kMaxBatchSize = 1000;
+struct BatchItemError {
+  std::size_t index = 0;  // position of the spec in the batch
+  absl::Status status;    // its error; fields named relative to the job ("policy.priority")
+};
+struct BatchResult {
+  std::vector<ControlResult> items;    // committed: one per spec, same order
+  std::vector<BatchItemError> errors;  // refused: the failing items, by index
+  // Every item's events, in item order (the items' own lists are left empty).
+  std::vector<Event> events;
+};
+// Checks a batch without a store: its size (1..kMaxBatchSize), every spec
+// (validate_job_spec after normalize_spec) and that no id appears twice.
+// Every failing item is reported in `errors` (index order), not just the
+// first; an empty or oversized batch reports no item and returns its error.
+// OK iff the batch may be applied; otherwise InvalidArgument naming the
+// first failing item ("jobs[3]: policy.priority: ...") and how many failed.
+absl::Status validate_batch(const std::vector<JobSpec>& specs, std::vector<BatchItemError>* errors);
 
 struct TriggerArgs {
   std::string job_id;
@@ -285,24 +337,45 @@ class JobStore {
 
   // Job control. NotFound for an unknown id; FailedPrecondition for a
   // cancelled job. Each is idempotent (repeating it changes nothing).
-  absl::Status pause(Txn& txn, std::string_view id, ControlResult* out) const;
-  absl::Status resume(Txn& txn, std::string_view id, ControlResult* out) const;
+  // `expected_generation`: the If-Match precondition (see
+  // check_generation above); pause and resume bump the generation when they
+  // change the job.
+  absl::Status pause(Txn& txn, std::string_view id, ControlResult* out,
+                     std::optional<std::uint64_t> expected_generation = std::nullopt) const;
+  absl::Status resume(Txn& txn, std::string_view id, ControlResult* out,
+                      std::optional<std::uint64_t> expected_generation = std::nullopt) const;
   // Applies `mutate` to the current spec and stores the result (validated)
   // in place, same incarnation. A schedule change moves the due entry and
   // withdraws the job's not-yet-claimed scheduled runs (ledger: cancelled,
   // "rescheduled"); a priority change moves queued runs to the new band.
-  absl::Status update(Txn& txn, std::string_view id, const SpecMutation& mutate,
-                      ControlResult* out) const;
+  // The generation is checked after `mutate` ran: an update that changes
+  // nothing succeeds whatever the generation.
+  absl::Status update(Txn& txn, std::string_view id, const SpecMutation& mutate, ControlResult* out,
+                      std::optional<std::uint64_t> expected_generation = std::nullopt) const;
   // Create-or-update by id: creates when absent or cancelled, otherwise
-  // update() to `spec`; an unchanged spec changes nothing.
-  absl::Status apply(Txn& txn, const JobSpec& spec, ControlResult* out) const;
+  // update() to `spec`; an unchanged spec changes nothing. With an expected
+  // generation: an absent job is a mismatch (nothing to match); a cancelled
+  // one is re-created only when the expected generation is its tombstone's.
+  absl::Status apply(Txn& txn, const JobSpec& spec, ControlResult* out,
+                     std::optional<std::uint64_t> expected_generation = std::nullopt) const;
+  // All-or-nothing batch: validate_batch(), then apply() of every spec in
+  // order in this one transaction. When any spec is invalid or refused (an
+  // apply error, e.g. the store refuses it), the body returns an error, so
+  // the transaction writes nothing; `out->errors` names the failing items
+  // (every invalid one when validation failed, else the one refused), and
+  // the returned status names the first (code kept from the item's error:
+  // InvalidArgument for a bad spec). Idempotent like apply(): re-running a
+  // batch that committed changes nothing.
+  absl::Status apply_batch(Txn& txn, const std::vector<JobSpec>& specs, BatchResult* out) const;
   // A manual run (RunKind::kManual) with its own idempotency key. Respects
   // the overlap policy unless args.force (FailedPrecondition when it refuses).
   absl::Status trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const;
   absl::Status ledger(Txn& txn, const LedgerQuery& q, LedgerResult* out) const;
   absl::Status runs(Txn& txn, const RunsQuery& q, RunsResult* out) const;
-  // NotFound when the id never existed.
-  absl::Status cancel(Txn& txn, std::string_view id, CancelResult* out) const;
+  // NotFound when the id never existed. Cancelling bumps the generation;
+  // cancelling a cancelled job succeeds without the generation check.
+  absl::Status cancel(Txn& txn, std::string_view id, CancelResult* out,
+                      std::optional<std::uint64_t> expected_generation = std::nullopt) const;
   absl::Status get_run(Txn& txn, const RunId& id, std::optional<RunRecord>* out) const;
 
   // Leadership of `shard` for `node`. `known_epoch` is the epoch the node

@@ -1,8 +1,11 @@
 // JobStore, job control: pause, resume, update (in place, same incarnation),
 // apply (create-or-update), manual triggers, and the ledger and runs
 // queries.
+#include <map>
+#include <string>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
@@ -36,14 +39,18 @@ Event job_event(std::string_view kind, const JobRecord& job) {
 }
 }  // namespace
 
-absl::Status JobStore::pause(Txn& txn, std::string_view id, ControlResult* out) const {
+absl::Status JobStore::pause(Txn& txn, std::string_view id, ControlResult* out,
+                             std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   KAIROS_ASSIGN_OR_RETURN(JobRecord job, live_job(txn, id));
   if (job.paused) {
     out->job = job;
     return absl::OkStatus();
   }
+  KAIROS_RETURN_IF_ERROR(check_generation(id, expected_generation, job.generation));
   const absl::Time now = txn.now();
+  job.generation += 1;
+  job.updated_at = now;
   if (job.next_due_at) txn.erase(keys::due(shard_of(id), *job.next_due_at, id));
   job.next_due_at.reset();  // next_nominal is kept for resume
   job.paused = true;
@@ -57,14 +64,18 @@ absl::Status JobStore::pause(Txn& txn, std::string_view id, ControlResult* out) 
   return absl::OkStatus();
 }
 
-absl::Status JobStore::resume(Txn& txn, std::string_view id, ControlResult* out) const {
+absl::Status JobStore::resume(Txn& txn, std::string_view id, ControlResult* out,
+                              std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   KAIROS_ASSIGN_OR_RETURN(JobRecord job, live_job(txn, id));
   if (!job.paused) {
     out->job = job;
     return absl::OkStatus();
   }
+  KAIROS_RETURN_IF_ERROR(check_generation(id, expected_generation, job.generation));
   const absl::Time now = txn.now();
+  job.generation += 1;
+  job.updated_at = now;
   job.paused = false;
   job.resumed_at = now;
   Event e = job_event(event_kinds::kJobResumed, job);
@@ -87,7 +98,8 @@ absl::Status JobStore::resume(Txn& txn, std::string_view id, ControlResult* out)
 }
 
 absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation& mutate,
-                              ControlResult* out) const {
+                              ControlResult* out,
+                              std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   KAIROS_ASSIGN_OR_RETURN(JobRecord job, live_job(txn, id));
   JobSpec spec = job.spec;
@@ -99,6 +111,7 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
     out->job = job;
     return absl::OkStatus();  // unchanged: nothing written
   }
+  KAIROS_RETURN_IF_ERROR(check_generation(id, expected_generation, job.generation));
   const absl::Time now = txn.now();
   const bool schedule_changed = spec.schedule != job.spec.schedule;
   const bool priority_changed = spec.policy.priority != job.spec.policy.priority;
@@ -157,12 +170,16 @@ absl::Status JobStore::update(Txn& txn, std::string_view id, const SpecMutation&
   return absl::OkStatus();
 }
 
-absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out) const {
+absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out,
+                             std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   const JobSpec spec = normalize_spec(raw);
   KAIROS_RETURN_IF_ERROR(validate_job_spec(spec));
   KAIROS_ASSIGN_OR_RETURN(auto existing, read<JobRecord>(txn, keys::job(spec.id), decode_job));
   if (!existing || existing->state != JobState::kActive) {
+    KAIROS_RETURN_IF_ERROR(check_generation(
+        spec.id, expected_generation,
+        existing ? std::optional<std::uint64_t>(existing->generation) : std::nullopt));
     CreateResult c;
     KAIROS_RETURN_IF_ERROR(create(txn, spec, &c));
     out->job = c.job;
@@ -176,7 +193,62 @@ absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out) c
         s = spec;
         return absl::OkStatus();
       },
-      out);
+      out, expected_generation);
+}
+
+namespace {
+// The item's error with "jobs[i]: " before its message, code and payloads kept.
+absl::Status item_error(std::size_t index, const absl::Status& s) {
+  absl::Status out(s.code(), absl::StrCat("jobs[", index, "]: ", s.message()));
+  s.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& value) { out.SetPayload(url, value); });
+  return out;
+}
+}  // namespace
+
+absl::Status validate_batch(const std::vector<JobSpec>& specs,
+                            std::vector<BatchItemError>* errors) {
+  errors->clear();
+  if (specs.empty()) return invalid("jobs", "the batch is empty");
+  if (specs.size() > kMaxBatchSize)
+    return invalid("jobs",
+                   absl::StrCat("at most ", kMaxBatchSize, " jobs per batch, got ", specs.size()));
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    absl::Status s = validate_job_spec(normalize_spec(specs[i]));
+    if (s.ok()) {
+      auto [it, fresh] = seen.emplace(specs[i].id, i);
+      if (!fresh)
+        s = invalid("id", absl::StrCat("'", specs[i].id, "' appears twice in the batch (jobs[",
+                                       it->second, "] and jobs[", i, "])"));
+    }
+    if (!s.ok()) errors->push_back({i, std::move(s)});
+  }
+  if (errors->empty()) return absl::OkStatus();
+  const BatchItemError& first = errors->front();
+  return absl::InvalidArgumentError(absl::StrCat(item_error(first.index, first.status).message(),
+                                                 " (", errors->size(), " of ", specs.size(),
+                                                 " jobs invalid)"));
+}
+
+absl::Status JobStore::apply_batch(Txn& txn, const std::vector<JobSpec>& specs,
+                                   BatchResult* out) const {
+  *out = {};
+  KAIROS_RETURN_IF_ERROR(validate_batch(specs, &out->errors));
+  out->items.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    ControlResult item;
+    if (absl::Status s = apply(txn, specs[i], &item); !s.ok()) {
+      out->items.clear();
+      out->events.clear();
+      out->errors.push_back({i, s});
+      return item_error(i, s);
+    }
+    for (Event& e : item.events) out->events.push_back(std::move(e));
+    item.events.clear();
+    out->items.push_back(std::move(item));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult* out) const {

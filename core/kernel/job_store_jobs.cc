@@ -3,6 +3,7 @@
 // Every body here follows the contract in job_store.h.
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
@@ -71,6 +72,29 @@ absl::Status validate_job_id(std::string_view id) {
           "id", absl::StrCat("'", absl_sv(id), "' may contain only letters, digits and - _ . : /"));
   }
   return absl::OkStatus();
+}
+
+absl::Status generation_mismatch(std::string_view job_id, std::uint64_t expected,
+                                 std::optional<std::uint64_t> actual) {
+  absl::Status s = absl::FailedPreconditionError(
+      actual ? absl::StrCat("generation: expected ", expected, ", job '", absl_sv(job_id),
+                            "' is at ", *actual)
+             : absl::StrCat("generation: expected ", expected, ", job '", absl_sv(job_id),
+                            "' does not exist"));
+  s.SetPayload(absl_sv(kGenerationMismatchPayload),
+               absl::Cord(actual ? absl::StrCat(*actual) : ""));
+  return s;
+}
+
+bool is_generation_mismatch(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition &&
+         status.GetPayload(absl_sv(kGenerationMismatchPayload)).has_value();
+}
+
+absl::Status check_generation(std::string_view job_id, std::optional<std::uint64_t> expected,
+                              std::optional<std::uint64_t> actual) {
+  if (!expected || (actual && *actual == *expected)) return absl::OkStatus();
+  return generation_mismatch(job_id, *expected, actual);
 }
 
 absl::Status validate_job_spec(const JobSpec& spec) {
@@ -183,6 +207,9 @@ absl::Status JobStore::create(Txn& txn, const JobSpec& raw, CreateResult* out) c
   job.state = JobState::kActive;
   job.created_at = now;
   job.updated_at = now;
+  // The generation never goes back for an id: a stale If-Match from before
+  // the cancel never matches the new incarnation.
+  if (existing) job.generation = existing->generation + 1;
   // A re-created job outranks the tombstone it replaces.
   KAIROS_CHECK_MSG(!existing || job.incarnation > existing->incarnation,
                    "a re-created job must have a higher incarnation than its tombstone");
@@ -235,7 +262,8 @@ absl::Status JobStore::list(Txn& txn, std::string_view page_token, std::size_t l
   return absl::OkStatus();
 }
 
-absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) const {
+absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out,
+                              std::optional<std::uint64_t> expected_generation) const {
   *out = {};
   KAIROS_RETURN_IF_ERROR(validate_job_id(id));
   const absl::Time now = txn.now();
@@ -243,12 +271,15 @@ absl::Status JobStore::cancel(Txn& txn, std::string_view id, CancelResult* out) 
   if (!job) return absl::NotFoundError(absl::StrCat("job '", absl_sv(id), "' not found"));
   out->job = *job;
   if (job->state != JobState::kActive) return absl::OkStatus();  // idempotent
+  KAIROS_RETURN_IF_ERROR(check_generation(id, expected_generation, job->generation));
   out->was_active = true;
   KAIROS_RETURN_IF_ERROR(close_overdue(txn, *job, "job cancelled before dispatch", out->events));
   if (job->next_due_at) txn.erase(keys::due(shard_of(id), *job->next_due_at, id));
   job->next_due_at.reset();
   job->state = JobState::kCancelled;
   job->cancelled_at = now;
+  job->generation += 1;
+  job->updated_at = now;
   txn.put(keys::job(id), encode(*job));
   // Its ledger and runs are removed by the shard's reaper once past
   // ledger_max_age (sweep_cancelled); no dispatch will prune them now.

@@ -100,7 +100,10 @@ struct JobRecord {
   bool paused = false;
   absl::Time paused_at = absl::InfinitePast();
   absl::Time resumed_at = absl::InfinitePast();
-  std::uint64_t generation = 1;  // +1 on every committed spec change
+  // The version of the record as the API shows it (the ETag): +1 on every
+  // committed spec change, pause, resume and cancel; a re-created job
+  // continues from its tombstone's generation, so it never goes back.
+  std::uint64_t generation = 1;
   absl::Time updated_at = absl::InfinitePast();
   // Ledger bookkeeping: live ledger records of this id (all incarnations),
   // and occurrences coalesced by run-once in earlier chunks of a backlog not

@@ -780,9 +780,17 @@ void SchedulerNode::list_jobs(std::string page_token, std::size_t limit,
 
 void SchedulerNode::cancel_job(std::string id,
                                std::function<void(absl::StatusOr<CancelResult>)> done) {
+  cancel_job(std::move(id), std::nullopt, std::move(done));
+}
+
+void SchedulerNode::cancel_job(std::string id, std::optional<std::uint64_t> expected_generation,
+                               std::function<void(absl::StatusOr<CancelResult>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   run_control<CancelResult>(
-      "cancel", [this, sid](Txn& txn, CancelResult* out) { return store_.cancel(txn, *sid, out); },
+      "cancel",
+      [this, sid, expected_generation](Txn& txn, CancelResult* out) {
+        return store_.cancel(txn, *sid, out, expected_generation);
+      },
       std::move(done), /*read_only=*/false);
 }
 
@@ -826,17 +834,46 @@ void SchedulerNode::list_jobs(std::string page_token, std::size_t limit, JobFilt
 
 void SchedulerNode::pause_job(std::string id,
                               std::function<void(absl::StatusOr<ControlResult>)> done) {
+  pause_job(std::move(id), std::nullopt, std::move(done));
+}
+
+void SchedulerNode::pause_job(std::string id, std::optional<std::uint64_t> expected_generation,
+                              std::function<void(absl::StatusOr<ControlResult>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   run_control<ControlResult>(
-      "pause", [this, sid](Txn& t, ControlResult* o) { return store_.pause(t, *sid, o); },
+      "pause",
+      [this, sid, expected_generation](Txn& t, ControlResult* o) {
+        return store_.pause(t, *sid, o, expected_generation);
+      },
       std::move(done));
 }
 
 void SchedulerNode::resume_job(std::string id,
                                std::function<void(absl::StatusOr<ControlResult>)> done) {
+  resume_job(std::move(id), std::nullopt, std::move(done));
+}
+
+void SchedulerNode::resume_job(std::string id, std::optional<std::uint64_t> expected_generation,
+                               std::function<void(absl::StatusOr<ControlResult>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   run_control<ControlResult>(
-      "resume", [this, sid](Txn& t, ControlResult* o) { return store_.resume(t, *sid, o); },
+      "resume",
+      [this, sid, expected_generation](Txn& t, ControlResult* o) {
+        return store_.resume(t, *sid, o, expected_generation);
+      },
+      std::move(done));
+}
+
+void SchedulerNode::update_job(std::string id, SpecMutation mutate,
+                               std::optional<std::uint64_t> expected_generation,
+                               std::function<void(absl::StatusOr<ControlResult>)> done) {
+  auto sid = std::make_shared<std::string>(std::move(id));
+  auto m = std::make_shared<SpecMutation>(std::move(mutate));
+  run_control<ControlResult>(
+      "update",
+      [this, sid, m, expected_generation](Txn& t, ControlResult* o) {
+        return store_.update(t, *sid, *m, o, expected_generation);
+      },
       std::move(done));
 }
 
@@ -877,6 +914,11 @@ void SchedulerNode::update_policy(std::string id, JobPolicy policy,
 
 void SchedulerNode::apply_job(JobSpec spec,
                               std::function<void(absl::StatusOr<ControlResult>)> done) {
+  apply_job(std::move(spec), std::nullopt, std::move(done));
+}
+
+void SchedulerNode::apply_job(JobSpec spec, std::optional<std::uint64_t> expected_generation,
+                              std::function<void(absl::StatusOr<ControlResult>)> done) {
   if (auto s = validate_job_spec(spec); !s.ok()) {
     Alive alive = alive_;
     timers_.post([alive, done = std::move(done), s] {
@@ -886,8 +928,41 @@ void SchedulerNode::apply_job(JobSpec spec,
   }
   auto sp = std::make_shared<JobSpec>(std::move(spec));
   run_control<ControlResult>(
-      "apply", [this, sp](Txn& t, ControlResult* o) { return store_.apply(t, *sp, o); },
+      "apply",
+      [this, sp, expected_generation](Txn& t, ControlResult* o) {
+        return store_.apply(t, *sp, o, expected_generation);
+      },
       std::move(done));
+}
+
+void SchedulerNode::apply_jobs(std::vector<JobSpec> specs,
+                               std::function<void(absl::Status, BatchResult)> done) {
+  auto out = std::make_shared<BatchResult>();
+  if (auto s = validate_batch(specs, &out->errors); !s.ok()) {
+    Alive alive = alive_;
+    timers_.post([alive, done = std::move(done), s, out] {
+      if (*alive) done(s, std::move(*out));
+    });
+    return;
+  }
+  auto sp = std::make_shared<std::vector<JobSpec>>(std::move(specs));
+  transact_retrying(
+      "apply_batch", [this, sp, out](Txn& txn) { return store_.apply_batch(txn, *sp, out.get()); },
+      [this, out, done = std::move(done)](TxnResult r) {
+        if (r.committed()) {
+          record_all(out->events);
+          done(absl::OkStatus(), std::move(*out));
+        } else if (r.outcome == CommitOutcome::kAborted) {
+          out->items.clear();
+          out->events.clear();
+          done(r.status, std::move(*out));
+        } else {
+          done(absl::UnavailableError(absl::StrCat(
+                   "apply_batch: outcome ", absl_sv(to_string(r.outcome)),
+                   " after retries; the batch may have been applied; retrying it is safe")),
+               BatchResult{});
+        }
+      });
 }
 
 void SchedulerNode::trigger_job(std::string id, bool force,

@@ -156,6 +156,25 @@ class SchedulerNode {
                  std::function<void(absl::StatusOr<ListResult>)> done);
   void pause_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done);
   void resume_job(std::string id, std::function<void(absl::StatusOr<ControlResult>)> done);
+  // The same with an If-Match precondition: `expected_generation`, when set,
+  // must be the job's generation at the write, else the request fails with
+  // is_generation_mismatch() (job_store.h) and nothing is written. A request
+  // already in effect succeeds without the check (retries stay idempotent).
+  void pause_job(std::string id, std::optional<std::uint64_t> expected_generation,
+                 std::function<void(absl::StatusOr<ControlResult>)> done);
+  void resume_job(std::string id, std::optional<std::uint64_t> expected_generation,
+                  std::function<void(absl::StatusOr<ControlResult>)> done);
+  void cancel_job(std::string id, std::optional<std::uint64_t> expected_generation,
+                  std::function<void(absl::StatusOr<CancelResult>)> done);
+  // General in-place change (PATCH): `mutate` edits a copy of the current
+  // spec inside the transaction (it may run more than once, so it must be a
+  // pure function of its input); the result is validated and stored as
+  // JobStore::update does. An update that changes nothing writes nothing.
+  void update_job(std::string id, SpecMutation mutate,
+                  std::optional<std::uint64_t> expected_generation,
+                  std::function<void(absl::StatusOr<ControlResult>)> done);
+  void apply_job(JobSpec spec, std::optional<std::uint64_t> expected_generation,
+                 std::function<void(absl::StatusOr<ControlResult>)> done);
   // Changes schedule, zone or run time; the due entry and not-yet-claimed
   // runs follow atomically.
   void reschedule_job(std::string id, ScheduleSpec schedule,
@@ -164,6 +183,15 @@ class SchedulerNode {
                      std::function<void(absl::StatusOr<ControlResult>)> done);
   // Create-or-update by id; re-applying an unchanged spec changes nothing.
   void apply_job(JobSpec spec, std::function<void(absl::StatusOr<ControlResult>)> done);
+  // All-or-nothing batch apply (JobStore::apply_batch) in one transaction.
+  // `done` gets OK and result.items (one per spec, in order) when committed;
+  // otherwise the error and, when items were at fault, result.errors naming
+  // every failing item by index (validation runs before any transaction, so
+  // a batch with invalid specs never reaches the store). Store trouble after
+  // the bounded retries is kUnavailable as for every job API call (retrying
+  // the same batch is safe: apply is idempotent).
+  void apply_jobs(std::vector<JobSpec> specs,
+                  std::function<void(absl::Status status, BatchResult result)> done);
   // A manual run with its own idempotency key; `force` ignores the overlap
   // policy. The trigger id is drawn once, so internal retries are idempotent.
   void trigger_job(std::string id, bool force,

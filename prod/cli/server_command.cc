@@ -51,14 +51,15 @@
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "core/twins/loopback_transport.h"
+#include "prod/api/api_service.h"
 #include "prod/cli/commands.h"
+#include "prod/cli/job_runners.h"
 #include "prod/cli/server_flags.h"
 #include "prod/log/log_event_log.h"
 #include "prod/net/handshake.h"
 #include "prod/net/tcp_transport.h"
 #include "prod/net/transport_mux.h"
 #include "prod/runners/job_records.h"
-#include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
 #include "prod/store/lmdb_storage.h"
 
@@ -72,8 +73,6 @@ constexpr std::string_view kHealthKey{"\x00kairos.server_health", 21};
 constexpr std::string_view kDemoJobId = "demo-hello";
 constexpr std::string_view kDemoScript =
     "echo \"hello from kairos: key=$KAIROS_IDEMPOTENCY_KEY token=$KAIROS_FENCING_TOKEN\"";
-// How long shutdown waits for terminated jobs beyond the kill grace.
-constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
 
 std::string default_node_id() {
   char host[256] = {};
@@ -169,27 +168,6 @@ JobSpec demo_job_spec(std::uint32_t every_seconds) {
   return spec;
 }
 
-std::uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
-
-std::string_view status_name(RunStatus s) {
-  switch (s) {
-    case RunStatus::kSucceeded:
-      return "succeeded";
-    case RunStatus::kFailed:
-      return "failed";
-    case RunStatus::kFailedPermanent:
-      return "failed_permanent";
-    case RunStatus::kTimedOut:
-      return "timed_out";
-    case RunStatus::kStopped:
-      return "stopped";
-  }
-  return "unknown";
-}
-
 // Everything that lives on the loop, in construction order; destroyed in
 // reverse, after shutdown() has stopped it.
 struct Server {
@@ -199,7 +177,7 @@ struct Server {
   LogEventLog log;
   Metrics metrics;
   std::unique_ptr<LmdbStorage> store;
-  std::optional<ProcessRunner> runner;
+  std::unique_ptr<CompositeRunner> runner;
   std::optional<LoopbackHub> hub;
   std::unique_ptr<LoopbackHub::Endpoint> node_endpoint;
   // Remote workers: TCP connections beside the local hub, one Transport for the node.
@@ -218,11 +196,7 @@ struct Server {
       : io(loop), log(log_options) {}
 
   void note(std::string_view kind, std::vector<EventField> fields = {}) {
-    Event e;
-    e.at = clock.now();
-    e.kind = kind;
-    e.fields = std::move(fields);
-    log.record(std::move(e));
+    cli::note(log, clock, kind, std::move(fields));
   }
 
   // Stops the workers and their jobs, then the node; waits (bounded) for the
@@ -230,13 +204,7 @@ struct Server {
   void shutdown(absl::Duration kill_grace) {
     if (remote) remote->close();  // remote workers' leases lapse; they reconnect elsewhere
     for (auto& w : workers) w.worker->stop();
-    if (runner) runner->terminate_all();
-    const auto bound =
-        std::chrono::steady_clock::now() +
-        std::chrono::microseconds(absl::ToInt64Microseconds(kill_grace + kShutdownSlack));
-    io.restart();
-    while (runner && runner->running() > 0 && std::chrono::steady_clock::now() < bound)
-      io.run_one_for(std::chrono::milliseconds(50));
+    if (runner) shutdown_runners(io, *runner, kill_grace);
     if (node) node->stop();
     // Queued bodies refer to the node (its JobStore and config): the store
     // must finish them while the node object still exists.
@@ -344,34 +312,18 @@ int server_command(int argc, char** argv) {
   node_config.lease = flags.lease;
   // The grace between SIGTERM and SIGKILL stays within the lease margin, so a
   // job stopped at its worker's lease deadline is gone before the lease lapses.
-  ProcessRunnerOptions runner_options;
-  runner_options.kill_grace = node_config.lease.margin / 2;
-  runner_options.job_shim = "/proc/self/exe";
-  runner_options.record_dir = job_records;
-  runner_options.on_start = [&server](const RunRequest& r, pid_t pid) {
-    server.note("process.started", {{"job", r.job_id},
-                                    {"nominal", r.nominal_time},
-                                    {"attempt", static_cast<std::uint64_t>(r.attempt)},
-                                    {"token", r.fencing_token},
-                                    {"pid", static_cast<std::int64_t>(pid)}});
-  };
-  runner_options.on_exit = [&server](const ProcessExit& x) {
-    std::vector<EventField> f{{"job", x.request->job_id},
-                              {"nominal", x.request->nominal_time},
-                              {"attempt", static_cast<std::uint64_t>(x.request->attempt)},
-                              {"token", x.request->fencing_token},
-                              {"pid", static_cast<std::int64_t>(x.pid)},
-                              {"status", std::string(status_name(x.outcome.status))},
-                              {"exit_code", static_cast<std::int64_t>(x.outcome.exit_code)},
-                              {"elapsed", x.elapsed}};
-    std::string output = x.output_tail;
-    while (!output.empty() && output.back() == '\n') output.pop_back();
-    if (!output.empty()) f.push_back({"output", std::move(output)});
-    if (x.pid == 0) f.push_back({"detail", x.outcome.detail});
-    server.note("process.exited", std::move(f));
-  };
-  const absl::Duration kill_grace = runner_options.kill_grace;
-  server.runner.emplace(io, server.timers, server.clock, std::move(runner_options));
+  JobRunnerSetup runner_setup;
+  runner_setup.job_records_dir = job_records;
+  runner_setup.lease = node_config.lease;
+  runner_setup.http_ca_file = flags.http_ca_file;
+  auto runners = build_job_runners(io, server.timers, server.clock, server.log, runner_setup);
+  if (!runners.ok()) {
+    std::fprintf(stderr, "kairos server: flag --http-ca-file: %s\n",
+                 std::string(runners.status().message()).c_str());
+    return 2;
+  }
+  server.runner = std::move(runners).value();
+  const absl::Duration kill_grace = runner_setup.lease.margin / 2;
   server.hub.emplace(server.timers);
   server.node_endpoint = server.hub->connect();
   std::vector<Transport*> node_transports{server.node_endpoint.get()};
@@ -410,6 +362,12 @@ int server_command(int argc, char** argv) {
     server.workers.push_back(std::move(w));
   }
 
+  auto api = api::ApiService::start(io, *server.node, server.metrics, flags.api,
+                                    [&server] { return server.store != nullptr; });
+  if (!api.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(api.status().message()).c_str());
+    return api.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
   server.node->start();
   for (auto& w : server.workers) w.worker->start();
   server.note("server.started", {{"node", flags.node_id},
@@ -451,6 +409,7 @@ int server_command(int argc, char** argv) {
   server.note("server.stopping",
               {{"signal", std::string(received == SIGINT ? "SIGINT" : "SIGTERM")}});
   signals.cancel();
+  (*api)->stop();  // no request reaches the node from here on
   server.shutdown(kill_grace);
   work.reset();
   server.note("server.stopped");

@@ -108,6 +108,39 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
              "run lease length (1s..24h); the heartbeat, the lease margin\n"
              "and the claim wait follow from it",
              set_duration(&flags.lease_ttl, kMinLeaseTtl, kMaxLeaseTtl)});
+  table.add({"http", "ADDR:PORT", "127.0.0.1:8080",
+             "serve the HTTP API there (port 0 picks a free one;\n"
+             "docs/API.md); an address other than loopback needs\n"
+             "--auth-token-file",
+             set_string(&flags.api.http)});
+  table.add({"auth-token-file", "FILE", "none",
+             "bearer tokens for the API, one per line; required unless\n"
+             "the --http address is loopback",
+             set_string(&flags.api.auth_token_file)});
+  table.add({"listen", "ADDR:PORT", "127.0.0.1:7070",
+             "where remote `kairos worker`s connect: a numeric IP or\n"
+             "localhost and a port (0: any free port, logged in\n"
+             "net.listening), or none; an address other than loopback\n"
+             "needs --worker-secret-file",
+             [&flags](std::string_view v) {
+               if (v == "none") {
+                 flags.listen.reset();
+                 return absl::OkStatus();
+               }
+               HostPort at;
+               if (absl::Status s = parse_host_port(v, &at); !s.ok()) return s;
+               flags.listen = at;
+               return absl::OkStatus();
+             }});
+  table.add({"worker-secret-file", "FILE", "none",
+             "a shared secret (16..4096 bytes, not readable by others)\n"
+             "every remote worker must prove (HMAC challenge-response;\n"
+             "the secret never crosses the network)",
+             set_string(&flags.worker_secret_file)});
+  table.add({"http-ca-file", "FILE", "none",
+             "webhook jobs: PEM CA certificates trusted besides the\n"
+             "system store",
+             set_string(&flags.http_ca_file)});
   table.add({"log-format", "text|json", "text",
              "events on stderr: one text line, or one JSON object, each",
              set_choice(&flags.log_format, {"text", "json"})});
@@ -129,26 +162,6 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
          flags.demo_every = n;
          return absl::OkStatus();
        }});
-  table.add({"listen", "ADDR:PORT", "127.0.0.1:7070",
-             "where remote `kairos worker`s connect: a numeric IP or\n"
-             "localhost and a port (0: a free one, logged in\n"
-             "net.listening), or none; beyond loopback it needs\n"
-             "--worker-secret-file",
-             [&flags](std::string_view v) {
-               if (v == "none") {
-                 flags.listen.reset();
-                 return absl::OkStatus();
-               }
-               HostPort at;
-               if (absl::Status s = parse_host_port(v, &at); !s.ok()) return s;
-               flags.listen = at;
-               return absl::OkStatus();
-             }});
-  table.add({"worker-secret-file", "FILE", "none",
-             "a shared secret (16..4096 bytes, not readable by others)\n"
-             "every remote worker must prove by HMAC challenge-response;\n"
-             "it never crosses the network",
-             set_string(&flags.worker_secret_file)});
   if (auto code = table.parse(argc, argv)) return code;
 
   if (!flags.store.empty()) {

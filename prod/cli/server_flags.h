@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
+#include "prod/api/api_service.h"
 #include "prod/cli/flags.h"
 
 namespace kairos::cli {
@@ -24,10 +25,12 @@ struct ServerFlags {
   std::string log_format = "text";
   bool demo = false;
   std::uint32_t demo_every = 10;
+  api::ApiServiceFlags api;  // --http, --auth-token-file (checked when the API starts)
   // Remote workers: where to listen (none: no listener) and the secret
   // they must prove (read at startup; empty: none).
   std::optional<HostPort> listen = HostPort{"127.0.0.1", 7070};
   std::string worker_secret_file;
+  std::string http_ca_file;  // webhook jobs: extra trusted CA certificates
 
   // Derived by parse_server_flags: the LMDB directory (from --store or
   // --data-dir) and the run-lease timing for lease_ttl.

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <cerrno>
@@ -19,11 +20,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "core/base/rfc3339.h"
 #include "prod/runners/job_records.h"
 #include "prod/runners/job_shim.h"
+#include "prod/runners/output_ring.h"
 
 extern char** environ;
 
@@ -32,7 +35,7 @@ namespace kairos {
 namespace asio = boost::asio;
 
 struct ProcessRunner::Proc {
-  Proc(asio::io_context& io, int out_fd) : out(io, out_fd) {}
+  Proc(asio::io_context& io, int out_fd, std::size_t keep) : out(io, out_fd), output(keep) {}
 
   RunHandle handle = 0;
   RunRequest request;
@@ -43,8 +46,7 @@ struct ProcessRunner::Proc {
   int status_fd = -1;  // the job shim's status pipe (read end), or -1
   std::optional<asio::posix::stream_descriptor> pidfd;
   std::array<char, 4096> buf{};
-  std::string tail;
-  std::size_t dropped = 0;  // output bytes that fell off the front of `tail`
+  OutputRing output;  // the last bytes of stdout+stderr
   Kill kill = Kill::kNone;
   bool exited = false;       // the main process has exited (and been reaped)
   bool output_done = false;  // the output reader has stopped (EOF or cancelled)
@@ -99,6 +101,16 @@ bool permanent_spawn_error(int err) {
 
 std::string rfc3339(absl::Time t) { return format_rfc3339_utc(t); }
 
+}  // namespace
+
+std::string format_late_by(absl::Duration late_by) {
+  if (late_by < absl::ZeroDuration()) late_by = absl::ZeroDuration();
+  const std::int64_t micros = absl::ToInt64Microseconds(late_by);
+  return absl::StrFormat("%d.%06d", micros / 1'000'000, micros % 1'000'000);
+}
+
+namespace {
+
 // The child's environment: the server's, then the payload's, then Kairos's.
 std::vector<std::string> child_environment(const RunRequest& r, const CommandPayload& cmd) {
   std::map<std::string, std::string> env;
@@ -115,6 +127,15 @@ std::vector<std::string> child_environment(const RunRequest& r, const CommandPay
   env["KAIROS_INCARNATION"] = absl::StrCat(r.incarnation);
   env["KAIROS_NOMINAL_TIME"] = rfc3339(r.nominal_time);
   env["KAIROS_ATTEMPT"] = absl::StrCat(r.attempt);
+  env["KAIROS_RUN_ID"] = r.run_id;
+  env["KAIROS_SCHEDULED_AT"] = rfc3339(r.nominal_time);
+  // Present only for a late or folded run; never inherited or forged.
+  env.erase("KAIROS_LATE_BY");
+  env.erase("KAIROS_OCCURRENCES");
+  if (r.late_by > absl::ZeroDuration() || r.occurrences > 1) {
+    env["KAIROS_LATE_BY"] = format_late_by(r.late_by);
+    env["KAIROS_OCCURRENCES"] = absl::StrCat(r.occurrences);
+  }
   std::vector<std::string> out;
   out.reserve(env.size());
   for (auto& [k, v] : env) out.push_back(absl::StrCat(k, "=", v));
@@ -151,6 +172,8 @@ ProcessRunner::ProcessRunner(asio::io_context& io, Timers& timers, const Clock& 
                              ProcessRunnerOptions options)
     : io_(io), timers_(timers), clock_(clock), options_(std::move(options)) {
   KAIROS_CHECK(options_.kill_grace >= absl::ZeroDuration());
+  KAIROS_CHECK_MSG(options_.output_bytes <= kMaxRunOutputSize,
+                   "ProcessRunnerOptions::output_bytes must be at most kMaxRunOutputSize");
   // The shim runs in the job's working directory: relative paths would move.
   KAIROS_CHECK_MSG(options_.job_shim.empty() || options_.job_shim.starts_with('/'),
                    "ProcessRunnerOptions::job_shim must be an absolute path");
@@ -298,7 +321,8 @@ RunHandle ProcessRunner::start(RunRequest request, std::function<void(RunOutcome
     return handle;
   }
 
-  auto p = std::make_shared<Proc>(io_, read_fd);
+  auto p = std::make_shared<Proc>(io_, read_fd,
+                                  std::max(options_.output_bytes, options_.output_tail_bytes));
   p->handle = handle;
   p->request = std::move(request);
   p->done = std::move(done);
@@ -373,13 +397,7 @@ void ProcessRunner::poll_exit(const ProcPtr& p) {
 }
 
 void ProcessRunner::append_output(Proc& p, const char* data, std::size_t n) {
-  p.tail.append(data, n);
-  const std::size_t cap = options_.output_tail_bytes;
-  if (p.tail.size() > 2 * cap + 4096) {
-    const std::size_t cut = p.tail.size() - cap;
-    p.tail.erase(0, cut);
-    p.dropped += cut;
-  }
+  p.output.append(data, n);
 }
 
 void ProcessRunner::drain_output(Proc& p) {
@@ -392,11 +410,6 @@ void ProcessRunner::drain_output(Proc& p) {
     }
     if (n < 0 && errno == EINTR) continue;
     break;  // EOF, or nothing more right now (EAGAIN)
-  }
-  const std::size_t cap = options_.output_tail_bytes;
-  if (p.tail.size() > cap) {
-    p.dropped += p.tail.size() - cap;
-    p.tail.erase(0, p.tail.size() - cap);
   }
 }
 
@@ -481,10 +494,12 @@ void ProcessRunner::finish(const ProcPtr& p) {
     outcome.status = RunStatus::kStopped;
     what = absl::StrCat("stopped; ", what);
   }
-  std::string tail = p->tail;
+  std::string tail = p->output.last(options_.output_tail_bytes);
   outcome.detail = what;
   if (!tail.empty())
-    absl::StrAppend(&outcome.detail, "; output: ", p->dropped > 0 ? "..." : "", tail);
+    absl::StrAppend(&outcome.detail, "; output: ", p->output.total() > tail.size() ? "..." : "",
+                    tail);
+  outcome.output = p->output.last(options_.output_bytes);
 
   auto done = std::move(p->done);
   procs_.erase(p->handle);

@@ -7,9 +7,16 @@
 //   environment = the server's environment
 //               + the payload's env (overrides the server's)
 //               + KAIROS_IDEMPOTENCY_KEY, KAIROS_FENCING_TOKEN, KAIROS_JOB_ID,
-//                 KAIROS_INCARNATION, KAIROS_NOMINAL_TIME (RFC 3339, UTC) and
-//                 KAIROS_ATTEMPT (these override both; a job cannot be given
-//                 a forged token),
+//                 KAIROS_INCARNATION, KAIROS_NOMINAL_TIME (RFC 3339, UTC),
+//                 KAIROS_ATTEMPT, KAIROS_RUN_ID (request.run_id) and
+//                 KAIROS_SCHEDULED_AT (the nominal time again, RFC 3339 UTC);
+//                 for a run that fired late (request.late_by > 0) or stands
+//                 for several occurrences (request.occurrences > 1) also
+//                 KAIROS_LATE_BY (decimal seconds with exactly six fraction
+//                 digits, e.g. "90.250000"; format_late_by) and
+//                 KAIROS_OCCURRENCES (decimal); otherwise those two are
+//                 removed. These override both; a job cannot be given a
+//                 forged token,
 //   working directory = payload.working_dir, else options.working_dir, else
 //                 the server's,
 //   stdin = /dev/null; stdout and stderr = one pipe the runner reads.
@@ -29,11 +36,19 @@
 //                                          the process had already exited)
 //   HttpPayload                         -> kFailedPermanent, started = false:
 //                                          "http runner not available in
-//                                          this build"
+//                                          this build" (the server routes
+//                                          HTTP payloads to the HttpRunner
+//                                          through the CompositeRunner;
+//                                          this runner never runs them)
 // `detail` says what happened ("exited with code 3", "killed by SIGKILL at
 // the deadline", ...) followed by the last options.output_tail_bytes bytes of
-// the combined stdout/stderr. If options.on_exit is set it receives the same
-// facts for logging.
+// the combined stdout/stderr. RunOutcome::output is the last
+// options.output_bytes bytes of it (a tail that starts inside a UTF-8
+// sequence drops the cut sequence). Output is kept in one fixed ring of
+// max(output_bytes, output_tail_bytes) bytes per attempt (output_ring.h): a
+// job printing gigabytes costs the server no more memory, and the pipe is
+// read as fast as the job writes, so the job never stalls on it. If
+// options.on_exit is set it receives the same facts for logging.
 //
 // Stopping. At the deadline, or on stop(), the whole process group gets
 // SIGTERM, then SIGKILL options.kill_grace later if anything is left. The
@@ -100,8 +115,12 @@ struct ProcessExit {
 struct ProcessRunnerOptions {
   // SIGTERM -> SIGKILL grace, and how long before the deadline SIGTERM goes.
   absl::Duration kill_grace = absl::Seconds(1);
-  // How much of the combined stdout/stderr to keep (the last bytes).
+  // How much of the combined stdout/stderr goes into `detail` and
+  // ProcessExit::output_tail (the log line): the last bytes.
   std::size_t output_tail_bytes = 1024;
+  // How much goes into RunOutcome::output: the last bytes; at most
+  // kMaxRunOutputSize.
+  std::size_t output_bytes = 16 * 1024;
   // Default working directory for payloads without one; empty: the server's.
   std::string working_dir;
   // The job shim (prod/runners/job_shim.h) to start every job through: the
@@ -116,6 +135,10 @@ struct ProcessRunnerOptions {
   std::function<void(const RunRequest&, pid_t)> on_start;
   std::function<void(const ProcessExit&)> on_exit;
 };
+
+// KAIROS_LATE_BY's text: "S.ffffff", decimal seconds with six fraction
+// digits; a negative duration prints as "0.000000".
+std::string format_late_by(absl::Duration late_by);
 
 class ProcessRunner final : public Runner {
  public:

@@ -1,0 +1,647 @@
+#include "prod/api/job_json.h"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "core/base/check.h"
+#include "core/base/duration.h"
+#include "core/base/rfc3339.h"
+#include "core/base/text.h"
+#include "core/kernel/job_store.h"
+#include "core/schedule/cron_schedule.h"
+#include "core/schedule/schedule_text.h"
+
+namespace kairos::api {
+namespace json = boost::json;
+namespace {
+
+constexpr std::string_view kFieldPayload = "type.kairos.dev/field";
+
+std::string join(std::string_view path, std::string_view key) {
+  return path.empty() ? std::string(key) : absl::StrCat(absl_sv(path), ".", absl_sv(key));
+}
+
+std::string_view kind_name(json::kind k) {
+  switch (k) {
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_:
+      return "a number";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
+  }
+  return "?";
+}
+
+absl::Status wrong_type(std::string_view field, std::string_view expected, const json::value& v) {
+  return field_error(
+      field, absl::StrCat("must be ", absl_sv(expected), ", got ", absl_sv(kind_name(v.kind()))));
+}
+
+// One JSON object being decoded: unknown members are refused, and every
+// accessor names the member's dotted path in its error.
+class Fields {
+ public:
+  Fields(const json::object& object, std::string path) : object_(object), path_(std::move(path)) {}
+
+  absl::Status allow_only(std::initializer_list<std::string_view> known) const {
+    for (const auto& member : object_) {
+      bool ok = false;
+      for (std::string_view k : known) ok = ok || member.key() == k;
+      if (!ok)
+        return field_error(field(std::string_view(member.key().data(), member.key().size())),
+                           "unknown field");
+    }
+    return absl::OkStatus();
+  }
+  bool has(std::string_view key) const { return object_.contains(key); }
+  std::string field(std::string_view key) const { return join(path_, key); }
+  const json::value* find(std::string_view key) const { return object_.if_contains(key); }
+
+  absl::StatusOr<std::optional<std::string>> string(std::string_view key) const {
+    const json::value* v = find(key);
+    if (v == nullptr) return std::optional<std::string>();
+    if (!v->is_string()) return wrong_type(field(key), "a string", *v);
+    return std::optional<std::string>(std::string(v->get_string()));
+  }
+  absl::StatusOr<std::optional<bool>> boolean(std::string_view key) const {
+    const json::value* v = find(key);
+    if (v == nullptr) return std::optional<bool>();
+    if (!v->is_bool()) return wrong_type(field(key), "true or false", *v);
+    return std::optional<bool>(v->get_bool());
+  }
+  absl::StatusOr<std::optional<std::int64_t>> integer(std::string_view key, std::int64_t lo,
+                                                      std::int64_t hi) const {
+    const json::value* v = find(key);
+    if (v == nullptr) return std::optional<std::int64_t>();
+    const std::string range = absl::StrCat("an integer in [", lo, ", ", hi, "]");
+    if (v->is_int64() && v->get_int64() >= lo && v->get_int64() <= hi)
+      return std::optional<std::int64_t>(v->get_int64());
+    if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(hi))
+      return std::optional<std::int64_t>(static_cast<std::int64_t>(v->get_uint64()));
+    if (v->is_number()) return field_error(field(key), absl::StrCat("must be ", range));
+    return wrong_type(field(key), range, *v);
+  }
+  absl::StatusOr<std::optional<absl::Duration>> duration(std::string_view key) const {
+    KAIROS_ASSIGN_OR_RETURN(auto text, string(key));
+    if (!text) return std::optional<absl::Duration>();
+    auto d = parse_duration(*text);
+    if (!d.ok()) return field_error(field(key), std_sv(d.status().message()));
+    return std::optional<absl::Duration>(*d);
+  }
+  absl::StatusOr<std::optional<absl::Time>> time(std::string_view key) const {
+    KAIROS_ASSIGN_OR_RETURN(auto text, string(key));
+    if (!text) return std::optional<absl::Time>();
+    auto t = parse_rfc3339(*text);
+    if (!t.ok()) return field_error(field(key), std_sv(t.status().message()));
+    return std::optional<absl::Time>(*t);
+  }
+  absl::StatusOr<const json::object*> object(std::string_view key) const {
+    const json::value* v = find(key);
+    if (v == nullptr) return static_cast<const json::object*>(nullptr);
+    if (!v->is_object()) return wrong_type(field(key), "an object", *v);
+    return &v->get_object();
+  }
+  // An object of string values, in its members' order.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> string_map(
+      std::string_view key) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    KAIROS_ASSIGN_OR_RETURN(const json::object* o, object(key));
+    if (o == nullptr) return out;
+    for (const auto& member : *o) {
+      const std::string name(member.key());
+      if (!member.value().is_string())
+        return wrong_type(join(field(key), name), "a string", member.value());
+      out.emplace_back(name, std::string(member.value().get_string()));
+    }
+    return out;
+  }
+
+ private:
+  const json::object& object_;
+  std::string path_;
+};
+
+template <typename T>
+absl::Status set_int(const Fields& f, std::string_view key, T& out) {
+  KAIROS_ASSIGN_OR_RETURN(auto v,
+                          f.integer(key, std::numeric_limits<T>::min(),
+                                    static_cast<std::int64_t>(std::numeric_limits<T>::max())));
+  if (v) out = static_cast<T>(*v);
+  return absl::OkStatus();
+}
+absl::Status set_duration(const Fields& f, std::string_view key, absl::Duration& out) {
+  KAIROS_ASSIGN_OR_RETURN(auto v, f.duration(key));
+  if (v) out = *v;
+  return absl::OkStatus();
+}
+
+// Chooses the enum value whose name is the member's text.
+template <typename Names, typename E>
+absl::Status set_enum(const Fields& f, std::string_view key, const Names& names, E& out) {
+  KAIROS_ASSIGN_OR_RETURN(auto text, f.string(key));
+  if (!text) return absl::OkStatus();
+  std::string expected;
+  for (const auto& [name, value] : names) {
+    if (*text == name) {
+      out = value;
+      return absl::OkStatus();
+    }
+    absl::StrAppend(&expected, expected.empty() ? "" : ", ", absl_sv(name));
+  }
+  return field_error(f.field(key),
+                     absl::StrCat("must be one of ", expected, ", got '", excerpt(*text), "'"));
+}
+
+constexpr std::pair<std::string_view, DstGap> kDstGaps[] = {{"shift", DstGap::kShift},
+                                                            {"skip", DstGap::kSkip}};
+constexpr std::pair<std::string_view, DstFold> kDstFolds[] = {
+    {"first", DstFold::kFirst}, {"last", DstFold::kLast}, {"both", DstFold::kBoth}};
+constexpr std::pair<std::string_view, MisfirePolicy> kMisfires[] = {
+    {"run-once", MisfirePolicy::kRunOnce},
+    {"catch-up", MisfirePolicy::kCatchUp},
+    {"skip", MisfirePolicy::kSkip}};
+constexpr std::pair<std::string_view, OverlapPolicy> kOverlaps[] = {
+    {"skip", OverlapPolicy::kSkip},
+    {"queue", OverlapPolicy::kQueue},
+    {"allow", OverlapPolicy::kAllow}};
+
+template <typename Names, typename E>
+std::string_view name_of(const Names& names, E value) {
+  for (const auto& [name, v] : names)
+    if (v == value) return name;
+  return "?";
+}
+
+absl::Status decode_schedule(const Fields& f, ScheduleSpec& s) {
+  KAIROS_RETURN_IF_ERROR(f.allow_only(
+      {"cron", "zone", "dst_gap", "dst_fold", "at", "every", "start", "end", "jitter"}));
+  const int kinds = int{f.has("cron")} + int{f.has("at")} + int{f.has("every")};
+  if (kinds != 1)
+    return field_error(f.field(""), kinds == 0 ? "needs one of cron, at or every"
+                                               : "must have exactly one of cron, at or every");
+  auto only_with = [&](std::initializer_list<std::string_view> keys,
+                       std::string_view kind) -> absl::Status {
+    for (std::string_view k : keys)
+      if (f.has(k))
+        return field_error(f.field(k), absl::StrCat("only for ", absl_sv(kind), " schedules"));
+    return absl::OkStatus();
+  };
+  if (f.has("cron")) {
+    s.kind = ScheduleSpec::Kind::kCron;
+    KAIROS_RETURN_IF_ERROR(only_with({"start", "end"}, "every"));
+    KAIROS_ASSIGN_OR_RETURN(auto cron, f.string("cron"));
+    s.cron = *cron;
+    KAIROS_ASSIGN_OR_RETURN(auto zone, f.string("zone"));
+    if (zone) {
+      if (auto z = cron::load_zone(*zone); !z.ok())
+        return field_error(f.field("zone"), std_sv(z.status().message()));
+      s.zone = *zone;
+    }
+    KAIROS_RETURN_IF_ERROR(set_enum(f, "dst_gap", kDstGaps, s.dst_gap));
+    KAIROS_RETURN_IF_ERROR(set_enum(f, "dst_fold", kDstFolds, s.dst_fold));
+  } else {
+    KAIROS_RETURN_IF_ERROR(only_with({"zone", "dst_gap", "dst_fold"}, "cron"));
+  }
+  if (f.has("at")) {
+    s.kind = ScheduleSpec::Kind::kOnce;
+    KAIROS_RETURN_IF_ERROR(only_with({"start", "end"}, "every"));
+    KAIROS_ASSIGN_OR_RETURN(auto at, f.time("at"));
+    s.at = *at;
+  }
+  if (f.has("every")) {
+    s.kind = ScheduleSpec::Kind::kInterval;
+    KAIROS_RETURN_IF_ERROR(set_duration(f, "every", s.every));
+    s.start = absl::UnixEpoch();
+    KAIROS_ASSIGN_OR_RETURN(auto start, f.time("start"));
+    if (start) s.start = *start;
+    KAIROS_ASSIGN_OR_RETURN(auto end, f.time("end"));
+    if (end) s.end = *end;
+  }
+  return set_duration(f, "jitter", s.jitter);
+}
+
+absl::Status decode_command(const Fields& f, CommandPayload& p) {
+  KAIROS_RETURN_IF_ERROR(f.allow_only({"argv", "env", "working_dir"}));
+  const json::value* argv = f.find("argv");
+  if (argv == nullptr) return field_error(f.field("argv"), "is required");
+  if (!argv->is_array()) return wrong_type(f.field("argv"), "an array of strings", *argv);
+  for (std::size_t i = 0; i < argv->get_array().size(); ++i) {
+    const json::value& a = argv->get_array()[i];
+    if (!a.is_string())
+      return wrong_type(absl::StrCat(f.field("argv"), "[", i, "]"), "a string", a);
+    p.argv.emplace_back(a.get_string());
+  }
+  KAIROS_ASSIGN_OR_RETURN(p.env, f.string_map("env"));
+  KAIROS_ASSIGN_OR_RETURN(auto dir, f.string("working_dir"));
+  if (dir) p.working_dir = *dir;
+  return absl::OkStatus();
+}
+
+absl::Status decode_http(const Fields& f, HttpPayload& p) {
+  KAIROS_RETURN_IF_ERROR(f.allow_only({"method", "url", "headers", "body"}));
+  KAIROS_ASSIGN_OR_RETURN(auto method, f.string("method"));
+  if (method) p.method = *method;
+  KAIROS_ASSIGN_OR_RETURN(auto url, f.string("url"));
+  if (!url) return field_error(f.field("url"), "is required");
+  p.url = *url;
+  KAIROS_ASSIGN_OR_RETURN(p.headers, f.string_map("headers"));
+  KAIROS_ASSIGN_OR_RETURN(auto body, f.string("body"));
+  if (body) p.body = *body;
+  return absl::OkStatus();
+}
+
+absl::Status decode_policy(const Fields& f, JobPolicy& p) {
+  KAIROS_RETURN_IF_ERROR(
+      f.allow_only({"max_attempts", "retry_initial", "retry_multiplier_percent", "retry_max",
+                    "retry_jitter_percent", "timeout", "misfire", "misfire_threshold",
+                    "catch_up_max", "catch_up_spacing", "overlap", "max_concurrent", "priority"}));
+  KAIROS_RETURN_IF_ERROR(set_int(f, "max_attempts", p.max_attempts));
+  KAIROS_RETURN_IF_ERROR(set_duration(f, "retry_initial", p.retry_initial));
+  KAIROS_RETURN_IF_ERROR(set_int(f, "retry_multiplier_percent", p.retry_multiplier_percent));
+  KAIROS_RETURN_IF_ERROR(set_duration(f, "retry_max", p.retry_max));
+  KAIROS_RETURN_IF_ERROR(set_int(f, "retry_jitter_percent", p.retry_jitter_percent));
+  KAIROS_RETURN_IF_ERROR(set_duration(f, "timeout", p.timeout));
+  KAIROS_RETURN_IF_ERROR(set_enum(f, "misfire", kMisfires, p.misfire));
+  KAIROS_RETURN_IF_ERROR(set_duration(f, "misfire_threshold", p.misfire_threshold));
+  KAIROS_RETURN_IF_ERROR(set_int(f, "catch_up_max", p.catch_up_max));
+  KAIROS_RETURN_IF_ERROR(set_duration(f, "catch_up_spacing", p.catch_up_spacing));
+  KAIROS_RETURN_IF_ERROR(set_enum(f, "overlap", kOverlaps, p.overlap));
+  KAIROS_RETURN_IF_ERROR(set_int(f, "max_concurrent", p.max_concurrent));
+  return set_int(f, "priority", p.priority);
+}
+
+// The field a kernel schedule message is about (they say "schedule: ...").
+std::string schedule_field(const ScheduleSpec& s, std::string_view message) {
+  auto has = [&](std::string_view word) { return message.find(word) != std::string_view::npos; };
+  if (has("jitter")) return "schedule.jitter";
+  if (has("zone")) return "schedule.zone";
+  switch (s.kind) {
+    case ScheduleSpec::Kind::kCron:
+      return "schedule.cron";
+    case ScheduleSpec::Kind::kOnce:
+      return "schedule.at";
+    case ScheduleSpec::Kind::kInterval:
+      if (has("interval start")) return "schedule.start";
+      if (has("interval end") || has("ends before")) return "schedule.end";
+      return "schedule.every";
+  }
+  return "schedule";
+}
+
+// A kernel message's "a.b[0].c: " prefix as the contract's field.
+std::string field_of_message(std::string_view message) {
+  const auto colon = message.find(": ");
+  if (colon == std::string_view::npos || colon == 0) return {};
+  std::string_view prefix = message.substr(0, colon);
+  for (char c : prefix) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '[' || c == ']';
+    if (!ok) return {};
+  }
+  if (prefix.starts_with("payload.")) prefix.remove_prefix(8);
+  return std::string(prefix);
+}
+
+std::string time_or_empty(absl::Time t) {
+  return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? std::string()
+                                                                  : format_rfc3339_utc(t);
+}
+json::value time_or_null(absl::Time t) {
+  std::string s = time_or_empty(t);
+  return s.empty() ? json::value(nullptr) : json::value(s);
+}
+json::object string_pairs(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  json::object o;
+  for (const auto& [k, v] : pairs) o[k] = v;
+  return o;
+}
+
+}  // namespace
+
+absl::Status field_error(std::string_view field, std::string_view message) {
+  std::string_view shown = field;
+  if (shown.ends_with(".")) shown.remove_suffix(1);
+  absl::Status s = absl::InvalidArgumentError(
+      shown.empty() ? std::string(message) : absl::StrCat(absl_sv(shown), ": ", absl_sv(message)));
+  if (!shown.empty()) s.SetPayload(absl_sv(kFieldPayload), absl::Cord(absl_sv(shown)));
+  return s;
+}
+
+std::string error_field(const absl::Status& status) {
+  if (auto p = status.GetPayload(absl_sv(kFieldPayload))) return std::string(*p);
+  if (status.code() != absl::StatusCode::kInvalidArgument) return {};
+  return field_of_message(std_sv(status.message()));
+}
+
+absl::Status with_field(absl::Status status, std::string_view field) {
+  if (status.ok() || status.GetPayload(absl_sv(kFieldPayload))) return status;
+  status.SetPayload(absl_sv(kFieldPayload), absl::Cord(absl_sv(field)));
+  return status;
+}
+
+std::string_view error_code(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return "invalid_argument";
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return "unauthenticated";
+    case absl::StatusCode::kNotFound:
+      return "not_found";
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kAborted:
+      return "conflict";
+    case absl::StatusCode::kFailedPrecondition:
+      return "precondition_failed";
+    case absl::StatusCode::kResourceExhausted:
+      return "payload_too_large";
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return "unavailable";
+    default:
+      return "internal";
+  }
+}
+
+int http_status(absl::StatusCode code) {
+  const std::string_view name = error_code(code);
+  if (name == "invalid_argument") return 400;
+  if (name == "unauthenticated") return 401;
+  if (name == "not_found") return 404;
+  if (name == "conflict") return 409;
+  if (name == "precondition_failed") return 412;
+  if (name == "payload_too_large") return 413;
+  if (name == "unavailable") return 503;
+  return 500;
+}
+
+json::object error_body(std::string_view code, std::string_view message, std::string_view field) {
+  json::object e;
+  e["code"] = code;
+  e["message"] = message;
+  if (!field.empty()) e["field"] = field;
+  json::object o;
+  o["error"] = std::move(e);
+  return o;
+}
+
+json::object error_body(const absl::Status& status) {
+  return error_body(error_code(status.code()), std_sv(status.message()), error_field(status));
+}
+
+absl::StatusOr<json::value> parse_json(std::string_view text) {
+  json::parse_options options;
+  options.max_depth = kMaxJsonDepth;
+  boost::system::error_code ec;
+  json::value v = json::parse(json::string_view(text.data(), text.size()), ec, {}, options);
+  if (ec)
+    return absl::InvalidArgumentError(
+        absl::StrCat("request body is not valid JSON: ", ec.message()));
+  return v;
+}
+
+absl::StatusOr<JobSpec> job_spec_from_json(const json::value& value) {
+  if (!value.is_object()) return wrong_type("", "a JSON object (a job)", value);
+  const Fields f(value.get_object(), "");
+  KAIROS_RETURN_IF_ERROR(f.allow_only(
+      {"id", "namespace", "labels", "schedule", "command", "http", "policy", "status"}));
+  JobSpec spec;
+  KAIROS_ASSIGN_OR_RETURN(auto id, f.string("id"));
+  if (id) {
+    if (id->empty()) return field_error("id", "must not be empty (omit it to get a generated id)");
+    spec.id = *id;
+  }
+  KAIROS_ASSIGN_OR_RETURN(auto ns, f.string("namespace"));
+  if (ns) spec.ns = *ns;
+  KAIROS_ASSIGN_OR_RETURN(auto labels, f.string_map("labels"));
+  spec.labels.insert(labels.begin(), labels.end());
+
+  KAIROS_ASSIGN_OR_RETURN(const json::object* schedule, f.object("schedule"));
+  if (schedule == nullptr) return field_error("schedule", "is required");
+  KAIROS_RETURN_IF_ERROR(decode_schedule(Fields(*schedule, "schedule"), spec.schedule));
+
+  if (f.has("command") == f.has("http"))
+    return field_error(f.has("command") ? "http" : "command",
+                       "a job has exactly one of command or http");
+  if (f.has("command")) {
+    KAIROS_ASSIGN_OR_RETURN(const json::object* c, f.object("command"));
+    CommandPayload p;
+    KAIROS_RETURN_IF_ERROR(decode_command(Fields(*c, "command"), p));
+    spec.payload = std::move(p);
+  } else {
+    KAIROS_ASSIGN_OR_RETURN(const json::object* h, f.object("http"));
+    HttpPayload p;
+    KAIROS_RETURN_IF_ERROR(decode_http(Fields(*h, "http"), p));
+    spec.payload = std::move(p);
+  }
+  KAIROS_ASSIGN_OR_RETURN(const json::object* policy, f.object("policy"));
+  if (policy != nullptr)
+    KAIROS_RETURN_IF_ERROR(decode_policy(Fields(*policy, "policy"), spec.policy));
+
+  spec = normalize_spec(std::move(spec));
+  // An absent id is generated by the node; validate the rest under a stand-in.
+  JobSpec checked = spec;
+  if (checked.id.empty()) checked.id = "job-0000000000000000";
+  if (absl::Status s = validate_job_spec(checked); !s.ok()) {
+    std::string field = field_of_message(std_sv(s.message()));
+    if (field == "schedule" || field.empty())
+      field = schedule_field(spec.schedule, std_sv(s.message()));
+    return with_field(std::move(s), field);
+  }
+  return spec;
+}
+
+absl::StatusOr<JobSpec> decode_job_spec(std::string_view text) {
+  KAIROS_ASSIGN_OR_RETURN(json::value v, parse_json(text));
+  return job_spec_from_json(v);
+}
+
+json::value merge_patch(json::value target, const json::value& patch) {
+  if (!patch.is_object()) return patch;
+  if (!target.is_object()) target = json::object();
+  json::object& t = target.get_object();
+  for (const auto& member : patch.get_object()) {
+    if (member.value().is_null()) {
+      t.erase(member.key());
+      continue;
+    }
+    json::value* existing = t.if_contains(member.key());
+    json::value merged = merge_patch(existing ? *existing : json::value(nullptr), member.value());
+    t[member.key()] = std::move(merged);
+  }
+  return target;
+}
+
+json::object job_spec_to_json(const JobSpec& spec) {
+  json::object o;
+  if (!spec.id.empty()) o["id"] = spec.id;
+  o["namespace"] = spec.ns;
+  json::object labels;
+  for (const auto& [k, v] : spec.labels) labels[k] = v;
+  o["labels"] = std::move(labels);
+
+  const ScheduleSpec& s = spec.schedule;
+  json::object schedule;
+  switch (s.kind) {
+    case ScheduleSpec::Kind::kCron:
+      schedule["cron"] = s.cron;
+      schedule["zone"] = s.zone;
+      schedule["dst_gap"] = name_of(kDstGaps, s.dst_gap);
+      schedule["dst_fold"] = name_of(kDstFolds, s.dst_fold);
+      break;
+    case ScheduleSpec::Kind::kOnce:
+      schedule["at"] = format_rfc3339_utc(s.at);
+      break;
+    case ScheduleSpec::Kind::kInterval:
+      schedule["every"] = format_duration(s.every);
+      schedule["start"] = format_rfc3339_utc(s.start);
+      if (s.end != absl::InfiniteFuture()) schedule["end"] = format_rfc3339_utc(s.end);
+      break;
+  }
+  schedule["jitter"] = format_duration(s.jitter);
+  o["schedule"] = std::move(schedule);
+
+  if (const auto* c = std::get_if<CommandPayload>(&spec.payload)) {
+    json::object command;
+    json::array argv;
+    for (const auto& a : c->argv) argv.emplace_back(a);
+    command["argv"] = std::move(argv);
+    command["env"] = string_pairs(c->env);
+    if (!c->working_dir.empty()) command["working_dir"] = c->working_dir;
+    o["command"] = std::move(command);
+  } else {
+    const auto& h = std::get<HttpPayload>(spec.payload);
+    json::object http;
+    http["method"] = h.method;
+    http["url"] = h.url;
+    http["headers"] = string_pairs(h.headers);
+    http["body"] = h.body;
+    o["http"] = std::move(http);
+  }
+
+  const JobPolicy& p = spec.policy;
+  json::object policy;
+  policy["max_attempts"] = p.max_attempts;
+  policy["retry_initial"] = format_duration(p.retry_initial);
+  policy["retry_multiplier_percent"] = p.retry_multiplier_percent;
+  policy["retry_max"] = format_duration(p.retry_max);
+  policy["retry_jitter_percent"] = p.retry_jitter_percent;
+  policy["timeout"] = format_duration(p.timeout);
+  policy["misfire"] = name_of(kMisfires, p.misfire);
+  policy["misfire_threshold"] = format_duration(p.misfire_threshold);
+  policy["catch_up_max"] = p.catch_up_max;
+  policy["catch_up_spacing"] = format_duration(p.catch_up_spacing);
+  policy["overlap"] = name_of(kOverlaps, p.overlap);
+  policy["max_concurrent"] = p.max_concurrent;
+  policy["priority"] = p.priority;
+  o["policy"] = std::move(policy);
+  return o;
+}
+
+json::object job_to_json(const JobRecord& job) {
+  json::object o = job_spec_to_json(job.spec);
+  json::object status;
+  status["state"] = kairos::to_string(job.state);
+  status["paused"] = job.paused;
+  status["incarnation"] = job.incarnation;
+  status["generation"] = job.generation;
+  status["created_at"] = time_or_null(job.created_at);
+  status["updated_at"] = time_or_null(job.updated_at);
+  status["next_due_at"] = job.next_due_at ? time_or_null(*job.next_due_at) : json::value(nullptr);
+  status["next_nominal"] = time_or_null(job.next_nominal);
+  status["cancelled_at"] = time_or_null(job.cancelled_at);
+  o["status"] = std::move(status);
+  return o;
+}
+
+std::string_view to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kFailedPermanent:
+      return "failed_permanent";
+    case RunStatus::kTimedOut:
+      return "timed_out";
+    case RunStatus::kStopped:
+      return "stopped";
+  }
+  return "?";
+}
+
+json::object run_to_json(const RunRecord& run) {
+  json::object o;
+  o["id"] = idempotency_key(run.id);
+  o["job_id"] = run.id.job_id;
+  o["incarnation"] = run.id.incarnation;
+  o["nominal"] = time_or_null(run.id.nominal);
+  o["kind"] = kairos::to_string(run.kind);
+  o["state"] = kairos::to_string(run.state);
+  o["attempt"] = run.attempt;
+  o["priority"] = run.priority;
+  o["due_at"] = time_or_null(run.due_at);
+  o["dispatched_at"] = time_or_null(run.dispatched_at);
+  o["claimed_at"] = time_or_null(run.claimed_at);
+  o["finished_at"] = time_or_null(run.finished_at);
+  o["lateness"] = format_duration(run.lateness);
+  o["stands_for"] = run.stands_for;
+  o["token"] = run.token;
+  o["owner"] = run.owner;
+  o["lease_expiry"] = time_or_null(run.lease_expiry);
+  const bool has_outcome = run.state == RunState::kSucceeded || run.state == RunState::kFailed;
+  o["outcome"] = has_outcome ? json::value(to_string(run.outcome)) : json::value(nullptr);
+  o["exit_code"] = run.exit_code;
+  o["detail"] = run.detail;
+  json::array attempts;
+  for (const AttemptRecord& a : run.attempts) {
+    json::object j;
+    j["attempt"] = a.attempt;
+    j["token"] = a.token;
+    j["worker"] = a.worker;
+    j["claimed_at"] = time_or_null(a.claimed_at);
+    j["finished_at"] = time_or_null(a.finished_at);
+    j["end"] = kairos::to_string(a.end);
+    j["exit_code"] = a.exit_code;
+    attempts.emplace_back(std::move(j));
+  }
+  o["attempts"] = std::move(attempts);
+  return o;
+}
+
+json::object ledger_to_json(const LedgerRecord& r) {
+  json::object o;
+  o["incarnation"] = r.incarnation;
+  o["nominal"] = time_or_null(r.nominal);
+  o["through"] = time_or_null(r.through);
+  o["count"] = r.count;
+  o["outcome"] = kairos::to_string(r.outcome);
+  o["fire_at"] = time_or_null(r.fire_at);
+  o["run_nominal"] = time_or_null(r.run_nominal);
+  o["lateness"] = format_duration(r.lateness);
+  o["recorded_at"] = time_or_null(r.recorded_at);
+  o["detail"] = r.detail;
+  return o;
+}
+
+std::string serialize(const json::value& value) { return json::serialize(value); }
+
+}  // namespace kairos::api
