@@ -56,7 +56,7 @@
 #include "prod/cli/job_runners.h"
 #include "prod/cli/server_flags.h"
 #include "prod/log/log_event_log.h"
-#include "prod/net/listen_config.h"
+#include "prod/net/handshake.h"
 #include "prod/net/tcp_transport.h"
 #include "prod/net/transport_mux.h"
 #include "prod/runners/job_records.h"
@@ -225,9 +225,10 @@ int server_command(int argc, char** argv) {
   ServerFlags flags;
   if (auto code = parse_server_flags(argc, argv, flags)) return *code;
   if (flags.node_id.empty()) flags.node_id = default_node_id();
-  auto listen = net::listen_config_from_flags(flags.listen, flags.worker_secret_file);
-  if (!listen.ok()) {
-    std::fprintf(stderr, "kairos server: %s\n", std::string(listen.status().message()).c_str());
+  auto worker_secret = net::secret_from_flag(flags.worker_secret_file);
+  if (!worker_secret.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n",
+                 std::string(worker_secret.status().message()).c_str());
     return 2;
   }
   ::signal(SIGPIPE, SIG_IGN);  // a closed log pipe is an error to count, not a reason to die
@@ -326,17 +327,18 @@ int server_command(int argc, char** argv) {
   server.hub.emplace(server.timers);
   server.node_endpoint = server.hub->connect();
   std::vector<Transport*> node_transports{server.node_endpoint.get()};
-  if (listen->address) {
+  if (flags.listen) {
     net::TcpServerTransport::Options o;
     o.server_id = flags.node_id;
-    o.secret = listen->secret;
+    o.secret = *worker_secret;
     o.idle_timeout = net::idle_timeout_for(node_config.lease, node_config.max_claim_wait);
-    auto remote = net::TcpServerTransport::Listen(io, *listen->address, std::move(o), server.clock,
-                                                  server.log);
+    auto remote =
+        net::TcpServerTransport::Listen(io, net::NetAddress{flags.listen->host, flags.listen->port},
+                                        std::move(o), server.clock, server.log);
     if (!remote.ok()) {
       std::fprintf(stderr, "kairos server: flag --listen: %s\n",
                    std::string(remote.status().message()).c_str());
-      return 1;
+      return remote.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
     }
     server.remote = std::move(remote).value();
     node_transports.push_back(server.remote.get());

@@ -122,7 +122,16 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
              "localhost and a port (0: any free port, logged in\n"
              "net.listening), or none; an address other than loopback\n"
              "needs --worker-secret-file",
-             set_string(&flags.listen)});
+             [&flags](std::string_view v) {
+               if (v == "none") {
+                 flags.listen.reset();
+                 return absl::OkStatus();
+               }
+               HostPort at;
+               if (absl::Status s = parse_host_port(v, &at); !s.ok()) return s;
+               flags.listen = at;
+               return absl::OkStatus();
+             }});
   table.add({"worker-secret-file", "FILE", "none",
              "a shared secret (16..4096 bytes, not readable by others)\n"
              "every remote worker must prove (HMAC challenge-response;\n"
@@ -169,6 +178,14 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
   if (flags.data_dir.empty()) flags.data_dir = flags.lmdb_dir;
   if (table.given("demo-every") && !flags.demo)
     return table.usage_error("flag --demo-every: only meaningful with --demo");
+  // Every worker that connects is handed jobs to run: beyond loopback only
+  // workers that prove the shared secret may.
+  if (flags.listen && !is_loopback_host(flags.listen->host) && flags.worker_secret_file.empty())
+    return table.usage_error(absl::StrCat(
+        "flag --listen: ", flags.listen->host,
+        " is reachable from other machines, and every worker that connects is handed jobs to "
+        "run: pass --worker-secret-file FILE so remote workers must prove a shared secret (or "
+        "listen on 127.0.0.1)"));
   auto lease = lease_config_for_ttl(flags.lease_ttl);
   if (!lease.ok())
     return table.usage_error(absl::StrCat("flag --lease-ttl: ", lease.status().message()));

@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
 #include "prod/api/api_service.h"
-#include "prod/net/listen_config.h"
+#include "prod/cli/flags.h"
 
 namespace kairos::cli {
 
@@ -26,8 +26,9 @@ struct ServerFlags {
   bool demo = false;
   std::uint32_t demo_every = 10;
   api::ApiServiceFlags api;  // --http, --auth-token-file (checked when the API starts)
-  // Remote workers (prod/net/listen_config.h checks the pair).
-  std::string listen{net::kDefaultListen};
+  // Remote workers: where to listen (none: no listener) and the secret
+  // they must prove (read at startup; empty: none).
+  std::optional<HostPort> listen = HostPort{"127.0.0.1", 7070};
   std::string worker_secret_file;
   std::string http_ca_file;  // webhook jobs: extra trusted CA certificates
 

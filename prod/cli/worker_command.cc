@@ -19,10 +19,9 @@
 // state directory (a live owner's records are left alone), but one per
 // directory keeps the log readable.
 //
-// Runners. build_runner() is the one place the runner is made: today the
-// ProcessRunner for command jobs (an http job fails permanently: "http runner
-// not available in this build"); --runners names the payload kinds this
-// worker accepts and is validated now.
+// Runners. build_job_runners() (prod/cli/job_runners.h, shared with the
+// server) makes them: the process runner for command jobs and the HTTP
+// runner for webhooks, restricted to the kinds --runners names.
 //
 // Shutdown on SIGINT/SIGTERM: the worker stops (running attempts are
 // terminated: SIGTERM, SIGKILL after the grace; their leases lapse and the
@@ -47,6 +46,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/base/absl_compat.h"
 #include "core/base/duration.h"
 #include "core/base/text.h"
 #include "core/kernel/lease_config.h"
@@ -54,11 +55,13 @@
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "prod/cli/commands.h"
+#include "prod/cli/flags.h"
+#include "prod/cli/job_runners.h"
 #include "prod/log/log_event_log.h"
 #include "prod/net/handshake.h"
 #include "prod/net/tcp_transport.h"
+#include "prod/runners/composite_runner.h"
 #include "prod/runners/job_records.h"
-#include "prod/runners/process_runner.h"
 #include "prod/runtime/asio_runtime.h"
 
 namespace kairos::cli {
@@ -90,19 +93,14 @@ constexpr const char* kWorkerUsage =
     "                        readable by others); with it the worker also\n"
     "                        requires the server to prove the secret\n"
     "                        (default: none)\n"
-    "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for\n"
-    "                        (heartbeat = ttl x 4/15, long poll = ttl / 3): at\n"
-    "                        most the server's lease, which grants 30s today\n"
-    "                        (default 30s, in [10s, 30s])\n"
+    "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for:\n"
+    "                        the server's --lease-ttl (default 30s, in\n"
+    "                        [1s, 24h]); heartbeat and long poll follow from it\n"
     "  --help                show this text\n";
 
 constexpr std::uint32_t kMaxConcurrency = 1024;
+constexpr std::size_t kMaxServers = 64;
 constexpr const char* kRecordsDir = "running";  // as a server's DATA_DIR/running
-constexpr absl::Duration kShutdownSlack = absl::Seconds(5);
-constexpr absl::Duration kMinLeaseTtl = absl::Seconds(10);
-constexpr absl::Duration kMaxLeaseTtl = absl::Microseconds(lease_defaults::kLeaseTtlUs);
-static_assert(lease_defaults::kLeaseTtlUs == 30'000'000,
-              "--help and the --lease-ttl error say 30s");
 
 enum RunnerKind : unsigned { kCommandRunner = 1, kHttpRunner = 2 };
 
@@ -139,14 +137,6 @@ std::optional<unsigned> parse_runners(std::string_view text) {
   }
 }
 
-// The lease configuration a worker plans with, scaled from the lease ttl as
-// the defaults are (heartbeat 8 s and long poll 10 s of a 30 s lease).
-void scale_lease(absl::Duration ttl, WorkerConfig& wc) {
-  wc.lease.lease_ttl = ttl;
-  wc.lease.heartbeat_period = ttl * 4 / 15;
-  wc.claim_wait = ttl / 3;
-}
-
 // Returns the exit code when parsing ends the command (help, bad usage).
 std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
   bool connect_given = false;
@@ -178,13 +168,17 @@ std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
       return 2;
     }
     if (arg == "--connect") {
-      auto list = net::parse_address_list(value);
-      if (!list.ok()) {
-        std::fprintf(stderr, "kairos worker: flag --connect: %s\n",
-                     std::string(list.status().message()).c_str());
-        return 2;
+      flags.connect.clear();
+      for (absl::string_view part : absl::StrSplit(absl_sv(value), ',')) {
+        HostPort at;
+        if (absl::Status st = parse_host_port(std_sv(part), &at, /*allow_port_zero=*/false);
+            !st.ok() || flags.connect.size() == kMaxServers) {
+          std::fprintf(stderr, "kairos worker: flag --connect: %s\n",
+                       st.ok() ? "at most 64 servers" : std::string(st.message()).c_str());
+          return 2;
+        }
+        flags.connect.push_back({at.host, at.port});
       }
-      flags.connect = std::move(list).value();
       connect_given = true;
     } else if (arg == "--state-dir") {
       if (value.empty()) return bad_value(arg, "a directory", value);
@@ -211,10 +205,8 @@ std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
       flags.secret_file = std::string(value);
     } else {  // --lease-ttl
       auto d = parse_duration(value);
-      // Longer than the server's lease, heartbeats would come too late for
-      // the leases it grants (kLeaseTtlUs: a server has no flag for it yet).
       if (!d.ok() || *d < kMinLeaseTtl || *d > kMaxLeaseTtl)
-        return bad_value(arg, "a duration in [10s, 30s], such as 20s", value);
+        return bad_value(arg, "a duration in [1s, 24h], such as 30s", value);
       flags.lease_ttl = *d;
     }
   }
@@ -238,96 +230,28 @@ std::string default_worker_id() {
   return absl::StrCat(id, "/", ::getpid());
 }
 
-std::uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
-
-std::string_view status_name(RunStatus s) {
-  switch (s) {
-    case RunStatus::kSucceeded:
-      return "succeeded";
-    case RunStatus::kFailed:
-      return "failed";
-    case RunStatus::kFailedPermanent:
-      return "failed_permanent";
-    case RunStatus::kTimedOut:
-      return "timed_out";
-    case RunStatus::kStopped:
-      return "stopped";
-  }
-  return "unknown";
-}
-
-void note(EventLog& log, const Clock& clock, std::string_view kind,
-          std::vector<EventField> fields = {}) {
-  Event e;
-  e.at = clock.now();
-  e.kind = kind;
-  e.fields = std::move(fields);
-  log.record(std::move(e));
-}
-
-// The one place this worker's runner is built: every payload kind it
-// accepts (--runners) must be runnable by what this returns.
-std::unique_ptr<ProcessRunner> build_runner(boost::asio::io_context& io, AsioTimers& timers,
-                                            const Clock& clock, EventLog& log,
-                                            const LeaseConfig& lease,
-                                            const std::string& job_records) {
-  ProcessRunnerOptions o;
-  // Within the lease margin, so a job stopped at its lease deadline is gone
-  // before the lease lapses.
-  o.kill_grace = lease.margin / 2;
-  o.job_shim = "/proc/self/exe";
-  o.record_dir = job_records;
-  o.on_start = [&log, &clock](const RunRequest& r, pid_t pid) {
-    note(log, clock, "process.started",
-         {{"job", r.job_id},
-          {"nominal", r.nominal_time},
-          {"attempt", static_cast<std::uint64_t>(r.attempt)},
-          {"token", r.fencing_token},
-          {"pid", static_cast<std::int64_t>(pid)}});
-  };
-  o.on_exit = [&log, &clock](const ProcessExit& x) {
-    std::vector<EventField> f{{"job", x.request->job_id},
-                              {"nominal", x.request->nominal_time},
-                              {"attempt", static_cast<std::uint64_t>(x.request->attempt)},
-                              {"token", x.request->fencing_token},
-                              {"pid", static_cast<std::int64_t>(x.pid)},
-                              {"status", std::string(status_name(x.outcome.status))},
-                              {"exit_code", static_cast<std::int64_t>(x.outcome.exit_code)},
-                              {"elapsed", x.elapsed}};
-    std::string output = x.output_tail;
-    while (!output.empty() && output.back() == '\n') output.pop_back();
-    if (!output.empty()) f.push_back({"output", std::move(output)});
-    if (x.pid == 0) f.push_back({"detail", x.outcome.detail});
-    note(log, clock, "process.exited", std::move(f));
-  };
-  return std::make_unique<ProcessRunner>(io, timers, clock, std::move(o));
-}
-
 }  // namespace
 
 int worker_command(int argc, char** argv) {
   WorkerFlags flags;
   if (auto code = parse_flags(argc, argv, flags)) return *code;
   if (flags.id.empty()) flags.id = default_worker_id();
-  std::optional<std::string> secret;
-  if (!flags.secret_file.empty()) {
-    auto s = net::read_secret_file(flags.secret_file);
-    if (!s.ok()) {
-      std::fprintf(stderr, "kairos worker: flag --worker-secret-file: %s\n",
-                   std::string(s.status().message()).c_str());
-      return 2;
-    }
-    secret = std::move(s).value();
+  auto secret = net::secret_from_flag(flags.secret_file);
+  if (!secret.ok()) {
+    std::fprintf(stderr, "kairos worker: %s\n", std::string(secret.status().message()).c_str());
+    return 2;
   }
   WorkerConfig wc;
   wc.worker_id = flags.id;
   wc.nodes = {net::TcpClientTransport::kNode};
   wc.max_concurrent = flags.concurrency;
-  scale_lease(flags.lease_ttl, wc);
-  if (absl::Status s = validate(wc); !s.ok()) {
+  // The same derivation as the server's, so equal --lease-ttl values agree.
+  auto lease = lease_config_for_ttl(flags.lease_ttl);
+  if (lease.ok()) {
+    wc.lease = *lease;
+    wc.claim_wait = claim_wait_for(wc.lease);
+  }
+  if (absl::Status s = lease.ok() ? validate(wc) : lease.status(); !s.ok()) {
     std::fprintf(stderr, "kairos worker: flag --lease-ttl: %s\n", std::string(s.message()).c_str());
     return 2;
   }
@@ -364,13 +288,26 @@ int worker_command(int argc, char** argv) {
           {"detail", c.detail}});
   }
 
-  std::unique_ptr<ProcessRunner> runner =
-      build_runner(io, timers, clock, log, wc.lease, job_records);
+  // The one place this worker's runners are made (prod/cli/job_runners.h),
+  // restricted to the kinds --runners names.
+  JobRunnerSetup runner_setup;
+  runner_setup.job_records_dir = job_records;
+  runner_setup.lease = wc.lease;
+  std::vector<PayloadKind> kinds;
+  if (flags.runners & kCommandRunner) kinds.push_back(PayloadKind::kCommand);
+  if (flags.runners & kHttpRunner) kinds.push_back(PayloadKind::kHttp);
+  runner_setup.kinds = kinds;
+  auto built = build_job_runners(io, timers, clock, log, runner_setup);
+  if (!built.ok()) {
+    std::fprintf(stderr, "kairos worker: %s\n", std::string(built.status().message()).c_str());
+    return 1;
+  }
+  std::unique_ptr<CompositeRunner> runner = std::move(built).value();
   const absl::Duration kill_grace = wc.lease.margin / 2;
 
   net::TcpClientTransport::Options to;
   to.worker_id = flags.id;
-  to.secret = secret;
+  to.secret = *secret;
   to.nodes = flags.connect;
   to.idle_timeout = net::idle_timeout_for(wc.lease, wc.claim_wait);
   to.seed = fresh_seed();
@@ -382,17 +319,25 @@ int worker_command(int argc, char** argv) {
   std::string targets;
   for (const net::NetAddress& a : flags.connect)
     absl::StrAppend(&targets, targets.empty() ? "" : ",", a.to_string());
-  std::string kinds;
-  if (flags.runners & kCommandRunner) kinds = "command";
-  if (flags.runners & kHttpRunner) absl::StrAppend(&kinds, kinds.empty() ? "" : ",", "http");
+  std::string kind_names;
+  for (PayloadKind k : kinds)
+    absl::StrAppend(&kind_names, kind_names.empty() ? "" : ",", absl_sv(payload_kind_name(k)));
+  if (flags.runners != (kCommandRunner | kHttpRunner))
+    // The claim filter by payload kind (WorkerConfig::accepts) is not in
+    // this build yet: the worker still claims every kind, and the runner
+    // fails the other kinds permanently. Say so.
+    std::fputs(
+        "kairos worker: warning: --runners: this build still claims jobs of every kind; those "
+        "of a kind not listed fail (kind not enabled) instead of going to another worker\n",
+        stderr);
   transport->start();
   worker->start();
   note(log, clock, "worker.process_started",
        {{"worker", flags.id},
         {"connect", targets},
         {"concurrency", static_cast<std::uint64_t>(flags.concurrency)},
-        {"runners", kinds},
-        {"secret", std::string(secret ? "yes" : "no")}});
+        {"runners", kind_names},
+        {"secret", std::string(*secret ? "yes" : "no")}});
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int received = 0;
@@ -412,13 +357,7 @@ int worker_command(int argc, char** argv) {
   signals.cancel();
   worker->stop();
   transport->close();
-  runner->terminate_all();
-  const auto bound =
-      std::chrono::steady_clock::now() +
-      std::chrono::microseconds(absl::ToInt64Microseconds(kill_grace + kShutdownSlack));
-  io.restart();
-  while (runner->running() > 0 && std::chrono::steady_clock::now() < bound)
-    io.run_one_for(std::chrono::milliseconds(50));
+  shutdown_runners(io, *runner, kill_grace);
   worker.reset();
   transport.reset();
   runner.reset();  // kills (SIGKILL) and reaps anything that outlived the bound

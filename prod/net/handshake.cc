@@ -267,6 +267,15 @@ absl::StatusOr<std::string> read_secret_file(const std::string& path) {
   return secret;
 }
 
+absl::StatusOr<std::optional<std::string>> secret_from_flag(const std::string& path) {
+  if (path.empty()) return std::optional<std::string>();
+  auto secret = read_secret_file(path);
+  if (!secret.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag --worker-secret-file: ", secret.status().message()));
+  return std::optional<std::string>(std::move(secret).value());
+}
+
 // ---------------------------------------------------------------------------
 // Server side.
 

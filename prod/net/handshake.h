@@ -139,6 +139,10 @@ std::string random_nonce();
 // "\n" (or "\r\n") dropped, at least kMinSecretSize bytes left, and not
 // readable by others (mode o+r refused). Errors name the file and the reason.
 absl::StatusOr<std::string> read_secret_file(const std::string& path);
+// The --worker-secret-file flag of `kairos server` and `kairos worker`:
+// std::nullopt when `path` is empty, else the secret read_secret_file()
+// gives, its error prefixed with the flag's name.
+absl::StatusOr<std::optional<std::string>> secret_from_flag(const std::string& path);
 
 // What one handshake step produced.
 struct HandshakeStep {

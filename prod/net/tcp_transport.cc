@@ -25,7 +25,6 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 namespace {
 
 constexpr std::size_t kReadChunk = 64 << 10;
-constexpr std::size_t kMaxAddresses = 64;
 
 std::chrono::nanoseconds chrono_of(absl::Duration d) {
   return std::chrono::nanoseconds(absl::ToInt64Nanoseconds(d));
@@ -57,52 +56,6 @@ std::string remote_of(const tcp::socket& socket) {
 std::string NetAddress::to_string() const {
   return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
                                              : absl::StrCat(host, ":", port);
-}
-
-absl::StatusOr<NetAddress> parse_address(std::string_view text, bool allow_port_zero) {
-  auto bad = [text](std::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("address '", excerpt(text), "': ", absl_sv(why)));
-  };
-  NetAddress a;
-  std::string_view port;
-  if (text.starts_with("[")) {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
-      return bad("expected [IPV6]:PORT");
-    a.host = std::string(text.substr(1, close - 1));
-    port = text.substr(close + 2);
-  } else {
-    const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return bad("expected HOST:PORT");
-    a.host = std::string(text.substr(0, colon));
-    if (a.host.find(':') != std::string::npos) return bad("an IPv6 host goes in brackets");
-    port = text.substr(colon + 1);
-  }
-  if (a.host.empty() || a.host.size() > 253 || !is_printable_ascii(a.host) ||
-      a.host.find_first_of(" /,[]") != std::string::npos)
-    return bad("expected a host name or IP address before the ':'");
-  std::uint32_t p = 0;
-  const auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p > 65535 ||
-      (p == 0 && !allow_port_zero))
-    return bad(allow_port_zero ? "expected a port in [0, 65535]" : "expected a port in [1, 65535]");
-  a.port = static_cast<std::uint16_t>(p);
-  return a;
-}
-
-absl::StatusOr<std::vector<NetAddress>> parse_address_list(std::string_view text) {
-  std::vector<NetAddress> out;
-  while (true) {
-    const auto comma = text.find(',');
-    KAIROS_ASSIGN_OR_RETURN(NetAddress a, parse_address(text.substr(0, comma)));
-    out.push_back(std::move(a));
-    if (out.size() > kMaxAddresses)
-      return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxAddresses, " addresses"));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
 }
 
 absl::Duration idle_timeout_for(const LeaseConfig& lease, absl::Duration claim_wait) {

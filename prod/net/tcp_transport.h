@@ -75,16 +75,13 @@
 
 namespace kairos::net {
 
-// HOST:PORT, [IPV6]:PORT. Port 0 is allowed only where a caller says so (a
-// listener picking a free port).
+// Where to connect or listen: a host name or IP address and a port (the
+// command line parses them: prod/cli/flags.h, parse_host_port).
 struct NetAddress {
   std::string host;
   std::uint16_t port = 0;
-  std::string to_string() const;
+  std::string to_string() const;  // HOST:PORT, [IPV6]:PORT
 };
-absl::StatusOr<NetAddress> parse_address(std::string_view text, bool allow_port_zero = false);
-// A comma-separated list of addresses, 1..64 of them.
-absl::StatusOr<std::vector<NetAddress>> parse_address_list(std::string_view text);
 
 // The read deadline for a lease configuration and long-poll wait: twice the
 // longest gap between two frames of a healthy worker (a claim answered at

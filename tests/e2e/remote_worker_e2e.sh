@@ -61,7 +61,7 @@ check_flag --connect --connect "h" --state-dir "$work/x"
 check_flag --state-dir --connect 127.0.0.1:1
 check_flag --concurrency --connect 127.0.0.1:1 --state-dir "$work/x" --concurrency 0
 check_flag --runners --connect 127.0.0.1:1 --state-dir "$work/x" --runners command,ftp
-check_flag --lease-ttl --connect 127.0.0.1:1 --state-dir "$work/x" --lease-ttl 5s
+check_flag --lease-ttl --connect 127.0.0.1:1 --state-dir "$work/x" --lease-ttl forever
 check_flag --id --connect 127.0.0.1:1 --state-dir "$work/x" --id "a b"
 check_flag --worker-secret-file --connect 127.0.0.1:1 --state-dir "$work/x" --worker-secret-file "$work/missing"
 "$KAIROS" worker --help >"$work/help.log" || fail "worker --help failed"
