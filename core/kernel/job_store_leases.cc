@@ -301,6 +301,8 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       }
       const RunRecord old = *run;
       close_attempt(*run, attempt_end(item.outcome), now, item.exit_code);
+      if (!run->attempts.empty() && run->attempts.back().token == item.token)
+        run->attempts.back().output = item.output.substr(0, kMaxRunOutputSize);
       v.verdict = WriteVerdict::kAccepted;
       const bool retry = job_live && retryable(item.outcome) && run->attempt < policy.max_attempts;
       if (retry) {

@@ -96,12 +96,17 @@ std::string idempotency_key(const RunId& id) {
 
 namespace {
 
-absl::Status check_version(ByteReader& r, std::string_view record) {
+// Reads the version byte: kOldestRecordVersion..kRecordVersion, else DataLoss.
+absl::StatusOr<std::uint8_t> read_version(ByteReader& r, std::string_view record) {
   KAIROS_ASSIGN_OR_RETURN(auto v, r.u8(absl::StrCat(absl_sv(record), ".version")));
-  if (v != kRecordVersion)
+  if (v < kOldestRecordVersion || v > kRecordVersion)
     return absl::DataLossError(absl::StrCat(absl_sv(record), ": unsupported record version ", v,
-                                            " (expected ", kRecordVersion, ")"));
-  return absl::OkStatus();
+                                            " (expected ", kOldestRecordVersion, "..",
+                                            kRecordVersion, ")"));
+  return v;
+}
+absl::Status check_version(ByteReader& r, std::string_view record) {
+  return read_version(r, record).status();
 }
 
 template <typename E>
@@ -234,7 +239,7 @@ std::string encode(const RunRecord& x) {
   w.u32(static_cast<std::uint32_t>(x.attempts.size()));
   for (const AttemptRecord& a : x.attempts) {
     w.u32(a.attempt).u64(a.token).str(a.worker).time(a.claimed_at).time(a.finished_at);
-    w.u8(static_cast<std::uint8_t>(a.end)).i32(a.exit_code);
+    w.u8(static_cast<std::uint8_t>(a.end)).i32(a.exit_code).str(a.output);
   }
   return std::move(w).take();
 }
@@ -243,7 +248,7 @@ absl::StatusOr<RunRecord> decode_run(std::string_view bytes) {
   ByteReader r(bytes);
   RunRecord x;
   auto body = [&]() -> absl::Status {
-    KAIROS_RETURN_IF_ERROR(check_version(r, "run"));
+    KAIROS_ASSIGN_OR_RETURN(const std::uint8_t version, read_version(r, "run"));
     KAIROS_ASSIGN_OR_RETURN(x.id.job_id, r.str("run.job_id"));
     KAIROS_ASSIGN_OR_RETURN(x.id.incarnation, r.u64("run.incarnation"));
     KAIROS_ASSIGN_OR_RETURN(x.id.nominal, r.time("run.nominal"));
@@ -278,6 +283,11 @@ absl::StatusOr<RunRecord> decode_run(std::string_view bytes) {
       KAIROS_ASSIGN_OR_RETURN(a.finished_at, r.time("run.attempts.finished_at"));
       KAIROS_ASSIGN_OR_RETURN(a.end, enum_in(r, "run.attempts.end", AttemptEnd::kLapsed));
       KAIROS_ASSIGN_OR_RETURN(a.exit_code, r.i32("run.attempts.exit_code"));
+      if (version >= 3) {
+        KAIROS_ASSIGN_OR_RETURN(a.output, r.str("run.attempts.output"));
+        if (a.output.size() > kMaxRunOutputSize)
+          return absl::DataLossError("run.attempts.output: longer than kMaxRunOutputSize");
+      }
       x.attempts.push_back(std::move(a));
     }
     return r.expect_end("run record");

@@ -30,9 +30,13 @@ namespace kairos {
 class ByteWriter;
 class ByteReader;
 
-// 2: policies, ledger, attempts, namespace/labels. Version-1 records
-// are rejected with DataLoss naming the version.
-inline constexpr std::uint8_t kRecordVersion = 2;
+// 2: policies, ledger, attempts, namespace/labels. 3: an attempt's captured
+// output. Records are written as version 3; version-2 records still decode
+// (their attempts' output is empty), so a store written by the previous
+// release works without a migration. Version-1 records are rejected with
+// DataLoss naming the version.
+inline constexpr std::uint8_t kRecordVersion = 3;
+inline constexpr std::uint8_t kOldestRecordVersion = 2;
 
 // Per-job policies. Exact meanings, defaults and worked timelines are in
 // docs/POLICIES.md; the decisions themselves live in core/kernel/policy.h and the
@@ -167,6 +171,10 @@ struct AttemptRecord {
   absl::Time finished_at = absl::InfinitePast();
   AttemptEnd end = AttemptEnd::kRunning;
   std::int32_t exit_code = 0;
+  // What the attempt printed (RunOutcome::output, at most kMaxRunOutputSize
+  // bytes), as its worker reported it; empty while running, for attempts
+  // that ended without a report (lapsed, released) and in version-2 records.
+  std::string output;
   friend bool operator==(const AttemptRecord&, const AttemptRecord&) = default;
 };
 

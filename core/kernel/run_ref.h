@@ -32,6 +32,9 @@ struct CompleteItem {
   RunStatus outcome = RunStatus::kSucceeded;
   std::int32_t exit_code = 0;
   std::string detail;
+  // What the attempt printed (RunOutcome::output): at most kMaxRunOutputSize
+  // bytes (the wire decoder refuses more); stored on the run's attempt.
+  std::string output;
   friend bool operator==(const CompleteItem&, const CompleteItem&) = default;
 };
 

@@ -624,6 +624,8 @@ void SchedulerNode::try_claim(std::uint64_t key) {
               wg.lease_ttl = config_.lease.lease_ttl;
               wg.payload = std::move(g.payload);
               wg.timeout = g.timeout;
+              wg.late_by = g.run.lateness;
+              wg.occurrences = g.run.stands_for;
               resp.grants.push_back(std::move(wg));
             }
             send(p.peer, resp);

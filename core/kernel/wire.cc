@@ -43,9 +43,9 @@ constexpr std::size_t kMinRunId = kEmptyStr + kU64 + kTimeSize;  // job_id, inca
 constexpr std::size_t kMinPayload = std::min(kU8 + kEmptyList + kEmptyList + kEmptyStr,
                                              kU8 + 2 * kEmptyStr + kEmptyList + kEmptyStr);
 constexpr std::size_t kMinGrant =
-    kMinRunId + kU32 + kU64 + kDurationSize + kMinPayload + kDurationSize;
+    kMinRunId + kU32 + kU64 + kDurationSize + kMinPayload + kDurationSize + kDurationSize + kU32;
 constexpr std::size_t kMinRenewItem = kMinRunId + kU64;
-constexpr std::size_t kMinCompleteItem = kMinRunId + kU64 + kU8 + kI32 + kEmptyStr;
+constexpr std::size_t kMinCompleteItem = kMinRunId + kU64 + kU8 + kI32 + kEmptyStr + kEmptyStr;
 constexpr std::size_t kMinVerdict = kU8 + kDurationSize + kEmptyStr;
 
 // What the decoder assumes per element when it bounds a count by the bytes
@@ -55,7 +55,7 @@ constexpr std::size_t kMinVerdict = kU8 + kDurationSize + kEmptyStr;
 // which error a malformed frame gets.)
 constexpr std::size_t kGrantBound = 46;
 constexpr std::size_t kRenewItemBound = 28;
-constexpr std::size_t kCompleteItemBound = 37;
+constexpr std::size_t kCompleteItemBound = 41;
 constexpr std::size_t kVerdictBound = 13;
 static_assert(kGrantBound > 0 && kGrantBound <= kMinGrant);
 static_assert(kRenewItemBound == kMinRenewItem);
@@ -149,7 +149,7 @@ struct BodyEncoder {
       put_run(w, g.run);
       w.u32(g.attempt).u64(g.token).duration(g.lease_ttl);
       encode_payload(w, g.payload);
-      w.duration(g.timeout);
+      w.duration(g.timeout).duration(g.late_by).u32(g.occurrences);
       KAIROS_CHECK(w.size() - before >= kMinGrant);
     }
   }
@@ -172,6 +172,7 @@ struct BodyEncoder {
       const std::size_t before = w.size();
       put_run(w, i.run);
       w.u64(i.token).u8(static_cast<std::uint8_t>(i.outcome)).i32(i.exit_code).str(i.detail);
+      w.str(i.output);
       KAIROS_CHECK(w.size() - before >= kMinCompleteItem);
     }
   }
@@ -210,6 +211,10 @@ absl::StatusOr<Message> decode_claim_response(ByteReader& r) {
     WIRE_READ(g.lease_ttl, r.duration("lease_ttl"), where);
     WIRE_READ(g.payload, decode_payload(r), where);
     WIRE_READ(g.timeout, r.duration("timeout"), where);
+    WIRE_READ(g.late_by, r.duration("late_by"), where);
+    if (g.late_by < absl::ZeroDuration() || g.late_by == absl::InfiniteDuration())
+      return absl::InvalidArgumentError(absl::StrCat(where, ".late_by: must be >= 0 and finite"));
+    WIRE_READ(g.occurrences, r.u32("occurrences"), where);
     m.grants.push_back(std::move(g));
   }
   return Message(std::move(m));
@@ -249,6 +254,7 @@ absl::StatusOr<Message> decode_complete_request(ByteReader& r) {
     item.outcome = static_cast<RunStatus>(outcome);
     WIRE_READ(item.exit_code, r.i32("exit_code"), where);
     WIRE_READ(item.detail, bounded_str(r, kMaxReasonSize, ""), absl::StrCat(where, ".detail"));
+    WIRE_READ(item.output, bounded_str(r, kMaxRunOutputSize, ""), absl::StrCat(where, ".output"));
     m.items.push_back(std::move(item));
   }
   return Message(std::move(m));

@@ -39,7 +39,8 @@
 namespace kairos::wire {
 
 inline constexpr std::uint16_t kMagic = 0x4B53;
-inline constexpr std::uint8_t kWireVersion = 1;
+// 2: grants carry late_by and occurrences, completions carry output.
+inline constexpr std::uint8_t kWireVersion = 2;
 inline constexpr std::size_t kFrameHeaderSize = 8;
 inline constexpr std::uint32_t kMaxFrameBody = 16u << 20;
 // Every frame fits one transport message (core/ports/transport.h).
@@ -72,6 +73,12 @@ struct WireGrant {
   absl::Duration lease_ttl;  // store-clock length of the lease granted
   Payload payload;
   absl::Duration timeout;  // the job's own per-run timeout
+  // The run's lateness (RunRecord::lateness: >= 0, zero for manual runs) and
+  // the occurrences it stands for (RunRecord::stands_for: 0 for a manual
+  // run, more than 1 when run-once folded a backlog into it); the worker
+  // hands them to the runner as RunRequest::late_by / occurrences.
+  absl::Duration late_by = absl::ZeroDuration();
+  std::uint32_t occurrences = 1;
   friend bool operator==(const WireGrant&, const WireGrant&) = default;
 };
 

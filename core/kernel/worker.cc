@@ -260,6 +260,8 @@ void Worker::start_run(wire::WireGrant grant, absl::Time sent) {
   req.fencing_token = grant.token;
   req.idempotency_key = idempotency_key(id);
   req.run_id = req.idempotency_key;
+  req.late_by = grant.late_by;
+  req.occurrences = grant.occurrences;
   req.payload = grant.payload;
   req.deadline = now + grant.timeout;
   const std::uint64_t token = grant.token;
@@ -382,8 +384,12 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
             within_lease(a.lease_sent, a.lease_deadline, a.lease_ttl, config_.lease.margin),
         "a worker reports completion only for a run it holds");
     Report rep;
-    rep.item = CompleteItem{id, token, outcome.status, outcome.exit_code,
-                            outcome.detail.substr(0, kMaxDetailSize)};
+    rep.item = CompleteItem{id,
+                            token,
+                            outcome.status,
+                            outcome.exit_code,
+                            outcome.detail.substr(0, kMaxDetailSize),
+                            outcome.output.substr(0, kMaxRunOutputSize)};
     reports_[id] = std::move(rep);
     flush_reports();
   }
@@ -465,8 +471,20 @@ void Worker::flush_reports() {
   req.request_id = next_request_id();
   req.worker_id = config_.worker_id;
   complete_items_.clear();
+  // Bounded by count and by bytes: with captured output (up to
+  // kMaxRunOutputSize per item) a full count would not fit one frame. The
+  // rest go in the next request.
+  constexpr std::size_t kItemOverhead = 64;
+  constexpr std::size_t kByteBudget = wire::kMaxFrameBody / 2;
+  static_assert(kByteBudget >= kMaxRunOutputSize + kMaxDetailSize + kMaxJobIdSize + kItemOverhead,
+                "one report of the largest size always fits");
+  std::size_t bytes = 0;
   for (auto& [id, rep] : reports_) {
     if (req.items.size() >= wire::kMaxBatch) break;
+    const std::size_t size = rep.item.run.job_id.size() + rep.item.detail.size() +
+                             rep.item.output.size() + kItemOverhead;
+    if (!req.items.empty() && bytes + size > kByteBudget) break;
+    bytes += size;
     ++rep.attempts;
     req.items.push_back(rep.item);
     complete_items_.push_back(id);

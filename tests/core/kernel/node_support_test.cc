@@ -219,13 +219,13 @@ TEST(WireItems, RenewRequestBytesArePinned) {
 }
 
 TEST(WireItems, CompleteRequestBytesArePinned) {
-  wire::CompleteRequest m{
-      10,
-      "w",
-      {CompleteItem{RunId{"j", 2, absl::FromUnixMicros(3)}, 4, RunStatus::kFailed, -1, "boom"}}};
+  wire::CompleteRequest m{10,
+                          "w",
+                          {CompleteItem{RunId{"j", 2, absl::FromUnixMicros(3)}, 4,
+                                        RunStatus::kFailed, -1, "boom", "out"}}};
   const std::string body = le(10, 8) + str("w") + le(1, 4) + str("j") + le(2, 8) + le(3, 8) +
                            le(4, 8) + le(static_cast<std::uint8_t>(RunStatus::kFailed), 1) +
-                           le(0xFFFFFFFFu, 4) + str("boom");
+                           le(0xFFFFFFFFu, 4) + str("boom") + str("out");
   EXPECT_EQ(wire::encode(m), frame(5, body));
   auto back = wire::decode(frame(5, body));
   ASSERT_TRUE(back.ok()) << back.status();

@@ -55,9 +55,13 @@ TEST(Records, StrictDecode) {
     EXPECT_NE(r.status().message().find("run"), std::string::npos) << r.status();
   }
   EXPECT_FALSE(decode_run(good + "x").ok());
-  std::string v2 = good;
-  v2[0] = 3;
-  EXPECT_NE(decode_run(v2).status().message().find("unsupported record version 3"),
+  std::string v4 = good;
+  v4[0] = 4;
+  EXPECT_NE(decode_run(v4).status().message().find("unsupported record version 4"),
+            std::string::npos);
+  std::string v1 = good;
+  v1[0] = 1;
+  EXPECT_NE(decode_run(v1).status().message().find("unsupported record version 1"),
             std::string::npos);
 }
 
