@@ -30,6 +30,10 @@ absl::Status validate(const WorkerConfig& c) {
         absl::StrCat("worker.claim_wait: must be at most half of lease.lease_ttl (",
                      absl::FormatDuration(c.lease.lease_ttl / 2), "), got ",
                      absl::FormatDuration(c.claim_wait)));
+  if (c.accepts == 0 || c.accepts > kAcceptAll)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker.accepts: must name at least one payload kind (1 command, 2 http, 3 both), got ",
+        c.accepts));
   if (c.max_report_attempts < 1 || c.max_report_attempts > 1000)
     return absl::InvalidArgumentError("worker.max_report_attempts: must be in [1, 1000]");
   if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)
@@ -176,6 +180,7 @@ void Worker::maybe_claim() {
   req.worker_id = config_.worker_id;
   req.max_runs = capacity;
   req.wait = config_.claim_wait;
+  req.accepts = config_.accepts;
   Alive alive = alive_;
   const std::uint64_t id = req.request_id;
   Outstanding o;

@@ -68,6 +68,9 @@ struct WorkerConfig {
   absl::Duration retry_backoff_base = absl::Milliseconds(50);
   absl::Duration retry_backoff_max = absl::Seconds(2);
   PlantedBugs bugs;
+  // Payload kinds this worker runs (kAcceptCommand | kAcceptHttp, job_store.h);
+  // the node never grants it a run of another kind.
+  std::uint8_t accepts = kAcceptAll;
   // Simulator only; empty in production: see SchedulerNodeConfig::crash_point.
   std::function<bool(std::string_view point)> crash_point;
 };
