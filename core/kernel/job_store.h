@@ -256,11 +256,25 @@ struct Grant {
   Payload payload;
   absl::Duration timeout;
 };
+// Runner kinds a worker accepts, as a bitmask of payload kinds: bit 0 a
+// command, bit 1 an HTTP request (the Payload variant's index). 0 means
+// nothing and is refused at every boundary (wire decode, WorkerConfig).
+inline constexpr std::uint8_t kAcceptCommand = 1;
+inline constexpr std::uint8_t kAcceptHttp = 2;
+inline constexpr std::uint8_t kAcceptAll = kAcceptCommand | kAcceptHttp;
+inline std::uint8_t accept_bit(const Payload& p) {
+  return static_cast<std::uint8_t>(1u << p.index());
+}
+// At most this many ready runs of kinds the claimer does not accept are
+// passed over per claim transaction (see JobStore::claim).
+inline constexpr std::uint32_t kClaimSkipBudget = 512;
+
 struct ClaimArgs {
   std::string worker;
   std::uint32_t max_runs = 1;
   absl::Duration ttl;
-  std::uint32_t first_shard = 0;  // where the shard rotation starts
+  std::uint32_t first_shard = 0;      // where the shard rotation starts
+  std::uint8_t accepts = kAcceptAll;  // payload kinds granted (1..kAcceptAll)
 };
 struct ClaimResult {
   std::vector<Grant> grants;
@@ -414,6 +428,21 @@ class JobStore {
                     ReapResult* out) const;
 
   // Worker-facing (any node may serve them; tokens fence them).
+  //
+  // claim: grants up to max_runs ready runs, never one whose job's payload
+  // kind is not in args.accepts; such a run is left exactly as it was
+  // (ready, same queue entry) for another worker. Work stays bounded: with a
+  // filter, each band scan reads at most the runs still wanted plus what is
+  // left of kClaimSkipBudget, and every run passed over spends one unit of
+  // that budget, so a claim passes over at most kClaimSkipBudget runs and
+  // reads at most max_runs + kClaimSkipBudget entries per band scan. Accepted runs behind
+  // unaccepted ones are found as long as fewer than kClaimSkipBudget unaccepted runs sit before
+  // them in their band of their shard; the no-starvation pass (oldest first
+  // across bands) runs first and draws on the same budget. Behind a longer
+  // run of unaccepted runs, an accepted run waits until workers of the
+  // other kind drain the head (documented limit: the ready queue is not
+  // indexed by kind). With every kind accepted (the default) the body is
+  // exactly the unfiltered one.
   absl::Status claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) const;
   absl::Status renew(Txn& txn, std::string_view worker, const std::vector<RenewItem>& items,
                      absl::Duration ttl, RenewResult* out) const;

@@ -97,6 +97,13 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
   *out = {};
   if (args.max_runs == 0) return absl::OkStatus();
   KAIROS_CHECK(args.ttl > absl::ZeroDuration());
+  KAIROS_CHECK_MSG(args.accepts >= 1 && args.accepts <= kAcceptAll,
+                   "a claim accepts at least one payload kind");
+  const bool filtered = args.accepts != kAcceptAll;
+  std::uint32_t skip_left = filtered ? kClaimSkipBudget : 0;
+  // How many queue entries a band scan reads: exactly the runs wanted when
+  // unfiltered; with a filter, also what is left of the skip budget.
+  auto scan_limit = [&](std::size_t want) { return want + skip_left; };
   const absl::Time now = txn.now();
   constexpr std::int32_t kBands = kMaxPriority - kMinPriority + 1;
   // Grants the run behind queue entry `key` (write_run keeps the queue exact:
@@ -111,6 +118,12 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
     KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
     if (!job_accepts(job, rid)) {
       withdraw(txn, *run, now, out->events, "job no longer active");
+      return absl::OkStatus();
+    }
+    if ((accept_bit(job->spec.payload) & args.accepts) == 0) {
+      // Not a kind this worker runs: left ready, untouched, for another.
+      KAIROS_CHECK(filtered && skip_left > 0);
+      --skip_left;
       return absl::OkStatus();
     }
     KAIROS_ASSIGN_OR_RETURN(const GrantToken grant, grant_token(txn, *run));
@@ -160,7 +173,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       for (std::int32_t band = first_band; band < kBands; ++band) {
         const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band),
                                                     now - options_.starvation_bound);
-        for (const auto& kv : txn.scan(range.begin, range.end, want)) {
+        for (const auto& kv : txn.scan(range.begin, range.end, scan_limit(want))) {
           KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(kv.key));
           KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
           KAIROS_CHECK_MSG(run.has_value(), "a ready-queue entry names no run");
@@ -169,7 +182,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       }
       std::sort(starved.begin(), starved.end());
       for (const auto& s : starved) {
-        if (out->grants.size() >= args.max_runs) break;
+        if (out->grants.size() >= args.max_runs || (filtered && skip_left == 0)) break;
         KAIROS_RETURN_IF_ERROR(take(s.second));
       }
     }
@@ -178,7 +191,8 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       const std::size_t want = args.max_runs - out->grants.size();
       if (want == 0) break;
       const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band), now);
-      for (const auto& kv : txn.scan(range.begin, range.end, want)) {
+      for (const auto& kv : txn.scan(range.begin, range.end, scan_limit(want))) {
+        if (out->grants.size() >= args.max_runs || (filtered && skip_left == 0)) break;
         KAIROS_RETURN_IF_ERROR(take(kv.key));
       }
     }

@@ -595,6 +595,7 @@ void SchedulerNode::try_claim(std::uint64_t key) {
   args.max_runs = p.request.max_runs;
   args.ttl = config_.lease.lease_ttl;
   args.first_shard = claim_rotation_++ % config_.shard_count;
+  args.accepts = p.request.accepts;
   auto out = std::make_shared<ClaimResult>();
   transact_once(
       "claim", [this, args, out](Txn& txn) { return store_.claim(txn, args, out.get()); },

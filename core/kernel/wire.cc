@@ -140,7 +140,7 @@ absl::StatusOr<std::vector<WireVerdict>> get_verdicts(ByteReader& r, std::string
 struct BodyEncoder {
   ByteWriter& w;
   void operator()(const ClaimRequest& m) const {
-    w.u64(m.request_id).str(m.worker_id).u32(m.max_runs).duration(m.wait);
+    w.u64(m.request_id).str(m.worker_id).u32(m.max_runs).duration(m.wait).u8(m.accepts);
   }
   void operator()(const ClaimResponse& m) const {
     w.u64(m.request_id).u32(static_cast<std::uint32_t>(m.grants.size()));
@@ -194,6 +194,12 @@ absl::StatusOr<Message> decode_claim_request(ByteReader& r) {
   WIRE_READ(m.wait, r.duration("wait"), "wire: claim_request");
   if (m.wait < absl::ZeroDuration() || m.wait > absl::Hours(1))
     return absl::InvalidArgumentError("wire: claim_request.wait: must be in [0, 1h]");
+  WIRE_READ(m.accepts, r.u8("accepts"), "wire: claim_request");
+  if (m.accepts == 0 || m.accepts > kAcceptAll)
+    return absl::InvalidArgumentError(
+        absl::StrCat("wire: claim_request.accepts: must name at least one payload kind (1 "
+                     "command, 2 http, 3 both), got ",
+                     m.accepts));
   return Message(std::move(m));
 }
 

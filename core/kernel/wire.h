@@ -63,6 +63,9 @@ struct ClaimRequest {
   std::string worker_id;
   std::uint32_t max_runs = 1;                  // 1..kMaxBatch
   absl::Duration wait = absl::ZeroDuration();  // long-poll bound; 0: answer at once
+  // Payload kinds the worker runs (kAcceptCommand | kAcceptHttp); decode
+  // refuses 0 and unknown bits.
+  std::uint8_t accepts = kAcceptAll;
   friend bool operator==(const ClaimRequest&, const ClaimRequest&) = default;
 };
 

@@ -30,6 +30,10 @@ absl::Status validate(const WorkerConfig& c) {
         absl::StrCat("worker.claim_wait: must be at most half of lease.lease_ttl (",
                      absl::FormatDuration(c.lease.lease_ttl / 2), "), got ",
                      absl::FormatDuration(c.claim_wait)));
+  if (c.accepts == 0 || c.accepts > kAcceptAll)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker.accepts: must name at least one payload kind (1 command, 2 http, 3 both), got ",
+        c.accepts));
   if (c.max_report_attempts < 1 || c.max_report_attempts > 1000)
     return absl::InvalidArgumentError("worker.max_report_attempts: must be in [1, 1000]");
   if (c.retry_backoff_base <= absl::ZeroDuration() || c.retry_backoff_max < c.retry_backoff_base)
@@ -100,6 +104,37 @@ void Worker::stop() {
   renews_.clear();
 }
 
+void Worker::drain(std::function<void()> drained) {
+  if (stopped_) return;
+  draining_ = true;
+  drained_ = std::move(drained);
+  // A claim in flight (a parked long-poll) is not waited for; should it
+  // still bring grants, on_claim_response hands them straight back.
+  if (claim_retry_timer_) {
+    timers_.cancel(*claim_retry_timer_);
+    claim_retry_timer_.reset();
+  }
+  check_drained();
+}
+
+void Worker::stop_running() {
+  if (stopped_) return;
+  std::vector<RunHandle> handles;
+  for (const auto& [id, a] : active_)
+    if (a.started) handles.push_back(a.handle);
+  for (RunHandle h : handles) runner_.stop(h);
+}
+
+void Worker::check_drained() {
+  if (!draining_ || !drained_ || stopped_) return;
+  if (!active_.empty() || !reports_.empty() || complete_) return;
+  Alive alive = alive_;
+  timers_.post([alive, done = std::move(drained_)] {
+    if (*alive) done();
+  });
+  drained_ = nullptr;
+}
+
 void Worker::record(Event e) {
   record_event(std::move(e), clock_.now(), "worker", config_.worker_id, events_, metrics_);
 }
@@ -167,7 +202,7 @@ void Worker::on_message(PeerId, std::string_view bytes) {
 // Claims.
 
 void Worker::maybe_claim() {
-  if (stopped_ || claim_ || claim_retry_timer_) return;
+  if (stopped_ || draining_ || claim_ || claim_retry_timer_) return;
   if (active_.size() >= config_.max_concurrent) return;
   const auto capacity = static_cast<std::uint32_t>(config_.max_concurrent - active_.size());
   KAIROS_CHECK(capacity >= 1 && capacity <= wire::kMaxBatch);  // what the decoder accepts
@@ -176,6 +211,7 @@ void Worker::maybe_claim() {
   req.worker_id = config_.worker_id;
   req.max_runs = capacity;
   req.wait = config_.claim_wait;
+  req.accepts = config_.accepts;
   Alive alive = alive_;
   const std::uint64_t id = req.request_id;
   Outstanding o;
@@ -208,6 +244,19 @@ void Worker::on_claim_response(wire::ClaimResponse response) {
   const absl::Time sent = claim_->sent;
   claim_.reset();
   claim_failures_ = 0;
+  if (draining_) {
+    // Draining: nothing new is started; each grant is released at once
+    // (reported kStopped under its token), so the run is claimable again
+    // without waiting for its lease to lapse.
+    for (const auto& g : response.grants) {
+      if (active_.count(g.run) != 0) continue;
+      Report rep;
+      rep.item = CompleteItem{g.run, g.token, RunStatus::kStopped, 0, "worker draining", ""};
+      reports_[g.run] = std::move(rep);
+    }
+    flush_reports();
+    return;
+  }
   for (auto& g : response.grants) start_run(std::move(g), sent);
   if (response.grants.empty() && clock_.now() - sent < config_.claim_wait / 2) {
     // Answered early with nothing: do not spin.
@@ -394,6 +443,7 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
     flush_reports();
   }
   maybe_claim();
+  check_drained();
 }
 
 // ---------------------------------------------------------------------------
@@ -466,6 +516,7 @@ void Worker::on_renew_response(const wire::RenewResponse& response) {
 // Completion reports.
 
 void Worker::flush_reports() {
+  check_drained();
   if (stopped_ || complete_ || flush_timer_ || reports_.empty()) return;
   wire::CompleteRequest req;
   req.request_id = next_request_id();

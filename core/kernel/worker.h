@@ -30,6 +30,19 @@
 //
 // stop() is a crash: running attempts are abandoned (their runner outcomes
 // ignored), timers cancelled, state dropped.
+//
+// Drain (graceful shutdown). drain() stops claiming: no new claim is sent,
+// and a claim in flight (a parked long-poll) is abandoned: the drain does not
+// wait for it, and grants it still brings are not started but handed back
+// at once (reported kStopped, so the store re-queues them as a release; like
+// a lapse, that ends the attempt). Should the process exit first, their
+// leases lapse on the store and the reaper re-queues them. Running attempts go on (heartbeats
+// continue) and their completions are reported as usual; once nothing runs and every report was
+// answered or given up after its bounded retries, `drained` is called, once.
+// For a drain timeout, stop_running() stops every running attempt now
+// (Runner::stop); each then reports kStopped, which hands its run back to
+// be claimed again at once, and the drain completes when those reports are
+// answered.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +81,9 @@ struct WorkerConfig {
   absl::Duration retry_backoff_base = absl::Milliseconds(50);
   absl::Duration retry_backoff_max = absl::Seconds(2);
   PlantedBugs bugs;
+  // Payload kinds this worker runs (kAcceptCommand | kAcceptHttp, job_store.h);
+  // the node never grants it a run of another kind.
+  std::uint8_t accepts = kAcceptAll;
   // Simulator only; empty in production: see SchedulerNodeConfig::crash_point.
   std::function<bool(std::string_view point)> crash_point;
 };
@@ -84,6 +100,15 @@ class Worker {
 
   void start();
   void stop();  // crash; construct a new Worker to restart
+  // Graceful drain (see the file comment): `drained` runs on the worker's
+  // loop once nothing runs and no report is outstanding (at once, posted,
+  // when that is already so). A second drain() replaces the callback. After
+  // stop() the callback is never called.
+  void drain(std::function<void()> drained);
+  // Stops every running attempt now through Runner::stop (the drain
+  // timeout path); their outcomes are reported as usual.
+  void stop_running();
+  bool draining() const { return draining_; }
 
   const std::string& id() const { return config_.worker_id; }
   std::size_t running() const { return active_.size(); }
@@ -134,6 +159,8 @@ class Worker {
   void heartbeat();
   void on_renew_response(const wire::RenewResponse& response);
   void flush_reports();
+  // Draining: calls the drained callback once nothing runs or is reported.
+  void check_drained();
   void on_complete_response(const wire::CompleteResponse& response);
   void send(const wire::Message& m);
   void record(Event e);
@@ -166,6 +193,8 @@ class Worker {
   std::optional<TimerId> flush_timer_;
   std::map<RunId, Active> active_;
   std::map<RunId, Report> reports_;
+  bool draining_ = false;
+  std::function<void()> drained_;
 };
 
 }  // namespace kairos
