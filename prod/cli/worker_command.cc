@@ -245,6 +245,9 @@ int worker_command(int argc, char** argv) {
   wc.worker_id = flags.id;
   wc.nodes = {net::TcpClientTransport::kNode};
   wc.max_concurrent = flags.concurrency;
+  // The claim never grants a run of a kind this worker does not run.
+  wc.accepts = static_cast<std::uint8_t>(((flags.runners & kCommandRunner) ? kAcceptCommand : 0) |
+                                         ((flags.runners & kHttpRunner) ? kAcceptHttp : 0));
   // The same derivation as the server's, so equal --lease-ttl values agree.
   auto lease = lease_config_for_ttl(flags.lease_ttl);
   if (lease.ok()) {
@@ -322,14 +325,6 @@ int worker_command(int argc, char** argv) {
   std::string kind_names;
   for (PayloadKind k : kinds)
     absl::StrAppend(&kind_names, kind_names.empty() ? "" : ",", absl_sv(payload_kind_name(k)));
-  if (flags.runners != (kCommandRunner | kHttpRunner))
-    // The claim filter by payload kind (WorkerConfig::accepts) is not in
-    // this build yet: the worker still claims every kind, and the runner
-    // fails the other kinds permanently. Say so.
-    std::fputs(
-        "kairos worker: warning: --runners: this build still claims jobs of every kind; those "
-        "of a kind not listed fail (kind not enabled) instead of going to another worker\n",
-        stderr);
   transport->start();
   worker->start();
   note(log, clock, "worker.process_started",
