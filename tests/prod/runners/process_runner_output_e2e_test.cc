@@ -151,7 +151,14 @@ TEST_F(ProcessRunnerOutputTest, TenMegabytesOfOutputNeitherGrowMemoryNorStallThe
   EXPECT_EQ(o.output.size(), 16u * 1024);
   EXPECT_TRUE(o.output.ends_with("xxx\nthe-end\n"));
   // Generous: 10 MB of output held anywhere would show as >= 10000 KiB.
+  // Under AddressSanitizer freed read buffers stay resident in its
+  // quarantine, so the bound is judged by the uninstrumented builds only.
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(peak - before, 4096) << "resident set grew from " << before << " to " << peak << " KiB";
+#else
+  (void)peak;
+  (void)before;
+#endif
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
 }
 
