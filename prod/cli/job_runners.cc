@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "prod/api/job_json.h"
 #include "prod/runners/http_runner.h"
 #include "prod/runners/process_runner.h"
 
@@ -21,7 +22,7 @@ std::vector<EventField> attempt_fields(const RunRequest& r) {
 }
 
 void add_outcome(std::vector<EventField>& f, const RunOutcome& o) {
-  f.push_back({"status", std::string(status_name(o.status))});
+  f.push_back({"status", std::string(api::to_string(o.status))});
   f.push_back({"exit_code", static_cast<std::int64_t>(o.exit_code)});
 }
 
@@ -34,22 +35,6 @@ void note(EventLog& log, const Clock& clock, std::string_view kind,
   e.kind = kind;
   e.fields = std::move(fields);
   log.record(std::move(e));
-}
-
-std::string_view status_name(RunStatus s) {
-  switch (s) {
-    case RunStatus::kSucceeded:
-      return "succeeded";
-    case RunStatus::kFailed:
-      return "failed";
-    case RunStatus::kFailedPermanent:
-      return "failed_permanent";
-    case RunStatus::kTimedOut:
-      return "timed_out";
-    case RunStatus::kStopped:
-      return "stopped";
-  }
-  return "unknown";
 }
 
 std::uint64_t fresh_seed() {

@@ -55,7 +55,6 @@ void shutdown_runners(boost::asio::io_context& io, CompositeRunner& runners,
 void note(EventLog& log, const Clock& clock, std::string_view kind,
           std::vector<EventField> fields = {});
 
-std::string_view status_name(RunStatus s);
 std::uint64_t fresh_seed();
 
 }  // namespace kairos::cli
