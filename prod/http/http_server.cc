@@ -312,10 +312,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_head(beast::error_code ec) {
     auto server = server_.lock();
     if (!server || server->stopped) return;
-    if (ec == bhttp::error::body_limit)
-      return fail(413, "payload_too_large",
-                  absl::StrCat("the request body is larger than ", server->options.max_body_bytes,
-                               " bytes"));
+    if (ec == bhttp::error::body_limit) return body_too_large(server->options.max_body_bytes);
     if (ec == bhttp::error::header_limit)
       return fail(431, "invalid_argument", "the request head is too large");
     if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
@@ -348,6 +345,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     read_body();
   }
 
+  // 413, from the head's Content-Length or while the body is read.
+  void body_too_large(std::size_t limit) {
+    fail(413, "payload_too_large",
+         absl::StrCat("the request body is larger than ", limit, " bytes"));
+  }
+
   void read_body() {
     auto server = server_.lock();
     if (!server || server->stopped) return;
@@ -360,10 +363,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_body(beast::error_code ec) {
     auto server = server_.lock();
     if (!server || server->stopped) return;
-    if (ec == bhttp::error::body_limit)
-      return fail(413, "payload_too_large",
-                  absl::StrCat("the request body is larger than ", server->options.max_body_bytes,
-                               " bytes"));
+    if (ec == bhttp::error::body_limit) return body_too_large(server->options.max_body_bytes);
     if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return close();
     if (ec) return fail(400, "invalid_argument", absl::StrCat("malformed request: ", ec.message()));
     stream_.expires_never();
