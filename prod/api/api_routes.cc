@@ -16,6 +16,7 @@
 #include "core/base/text.h"
 #include "core/schedule/schedule_text.h"
 #include "prod/api/job_json.h"
+#include "prod/api/next_fires.h"
 
 namespace kairos::api {
 namespace json = boost::json;
@@ -222,6 +223,8 @@ http::Router ApiRoutes::router() {
   r.add("POST", "/v1/jobs/{id}:trigger", bind(&ApiRoutes::trigger));
   r.add("GET", "/v1/jobs/{id}/runs", bind(&ApiRoutes::runs));
   r.add("GET", "/v1/jobs/{id}/occurrences", bind(&ApiRoutes::occurrences));
+  r.add("GET", "/v1/jobs/{id}/next", next_fires_handler(node_));
+  r.add("GET", "/v1/stats", stats_handler(options_.stats, options_.now));
   r.add("GET", "/v1/cluster", [this](const Request&, Reply reply) { cluster(std::move(reply)); });
   r.add("GET", "/metrics", [this](const Request&, Reply reply) {
     Response res;
@@ -498,12 +501,15 @@ void ApiRoutes::trigger(const Request& r, Reply reply) {
 }
 
 void ApiRoutes::runs(const Request& r, Reply reply) {
-  if (absl::Status s = only_params(r, {"limit"}); !s.ok()) return reply(error_response(s));
+  if (absl::Status s = only_params(r, {"limit", "from"}); !s.ok()) return reply(error_response(s));
   auto limit = size_param(r, "limit", options_.default_runs_limit, options_.max_runs_limit);
   if (!limit.ok()) return reply(error_response(limit.status()));
+  auto from = time_param(r, "from", absl::InfinitePast());
+  if (!from.ok()) return reply(error_response(from.status()));
   RunsQuery q;
   q.job_id = r.params.at("id");
   q.limit = *limit;
+  q.from = *from;
   node_.list_runs(std::move(q), [reply](absl::StatusOr<RunsResult> result) {
     if (!result.ok()) return reply(error_response(result.status()));
     json::array runs;

@@ -37,6 +37,7 @@
 
 #include "core/kernel/scheduler_node.h"
 #include "core/ports/metrics.h"
+#include "prod/api/run_stats.h"
 #include "prod/http/http_server.h"
 
 namespace kairos::api {
@@ -48,6 +49,10 @@ struct ApiOptions {
   std::size_t max_runs_limit = 1000;
   // True while the store is open (the server's; tests: always).
   std::function<bool()> store_open = [] { return true; };
+  // GET /v1/stats: the node's per-minute run statistics (null: none kept)
+  // and the time its minutes are counted to.
+  const RunStats* stats = nullptr;
+  std::function<absl::Time()> now = [] { return absl::Now(); };
 };
 
 class ApiRoutes {

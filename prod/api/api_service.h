@@ -13,6 +13,10 @@
 // it prints "kairos server: http api on ADDR:PORT" on stdout (the port
 // actually bound, so --http 127.0.0.1:0 is usable by tests).
 //
+// The dashboard (prod/dashboard/dashboard.h) is served beside the API on
+// the same listener; with tokens, its session cookie is accepted in place
+// of the bearer header.
+//
 // Lifetime. stop() before the node stops: the routes call the node. After
 // stop() no request reaches the node; answers still pending are dropped.
 #pragma once
@@ -20,12 +24,14 @@
 #include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "core/kernel/scheduler_node.h"
 #include "core/ports/metrics.h"
 #include "prod/api/api_routes.h"
+#include "prod/dashboard/session.h"
 #include "prod/http/http_server.h"
 
 namespace kairos::api {
@@ -40,7 +46,8 @@ class ApiService {
   static absl::StatusOr<std::unique_ptr<ApiService>> start(boost::asio::io_context& io,
                                                            SchedulerNode& node, Metrics& metrics,
                                                            const ApiServiceFlags& flags,
-                                                           std::function<bool()> store_open);
+                                                           std::function<bool()> store_open,
+                                                           const RunStats* stats = nullptr);
   ~ApiService();
   void stop();
   std::uint16_t port() const { return server_->port(); }
@@ -48,6 +55,8 @@ class ApiService {
  private:
   ApiService() = default;
   std::unique_ptr<ApiRoutes> routes_;
+  std::unique_ptr<dashboard::SessionStore> sessions_;
+  std::optional<http::TokenSet> tokens_;  // the login's copy of the server's
   std::unique_ptr<http::HttpServer> server_;
 };
 

@@ -52,6 +52,7 @@
 #include "core/ports/random.h"
 #include "core/twins/loopback_transport.h"
 #include "prod/api/api_service.h"
+#include "prod/api/run_stats.h"
 #include "prod/cli/commands.h"
 #include "prod/cli/job_runners.h"
 #include "prod/cli/server_flags.h"
@@ -175,6 +176,8 @@ struct Server {
   SystemClock clock;
   AsioTimers timers{io};
   LogEventLog log;
+  api::RunStats run_stats;  // GET /v1/stats, fed by the node's events
+  api::StatsEventLog stats_log{log, run_stats};
   Metrics metrics;
   std::unique_ptr<LmdbStorage> store;
   std::unique_ptr<CompositeRunner> runner;
@@ -347,7 +350,7 @@ int server_command(int argc, char** argv) {
   server.node_random = std::make_unique<Random>(fresh_seed());
   server.node = std::make_unique<SchedulerNode>(server.clock, server.timers, *server.store,
                                                 *server.node_transport, *server.node_random,
-                                                server.log, server.metrics, node_config);
+                                                server.stats_log, server.metrics, node_config);
   for (std::uint32_t i = 0; i < flags.workers; ++i) {
     Server::LocalWorker w;
     w.endpoint = server.hub->connect();
@@ -362,8 +365,9 @@ int server_command(int argc, char** argv) {
     server.workers.push_back(std::move(w));
   }
 
-  auto api = api::ApiService::start(io, *server.node, server.metrics, flags.api,
-                                    [&server] { return server.store != nullptr; });
+  auto api = api::ApiService::start(
+      io, *server.node, server.metrics, flags.api, [&server] { return server.store != nullptr; },
+      &server.run_stats);
   if (!api.ok()) {
     std::fprintf(stderr, "kairos server: %s\n", std::string(api.status().message()).c_str());
     return api.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;

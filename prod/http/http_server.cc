@@ -324,11 +324,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const std::string_view target(head.target().data(), head.target().size());
     const std::string_view path = target.substr(0, target.find('?'));
     const TokenSet* tokens = server->options.tokens ? &*server->options.tokens : nullptr;
-    if (needs_token(path, tokens)) {
+    const auto& options = server->options;
+    if (needs_token(path, tokens) && !(options.public_path && options.public_path(path))) {
       const auto auth = head[bhttp::field::authorization];
-      if (!tokens->accepts(std::string_view(auth.data(), auth.size())))
-        return fail(401, "unauthenticated",
-                    "missing or wrong bearer token (Authorization: Bearer <token>)");
+      if (!tokens->accepts(std::string_view(auth.data(), auth.size()))) {
+        std::optional<std::string> refusal;
+        if (options.session_auth) {
+          Request probe;
+          probe.method = std::string(head.method_string());
+          probe.target = std::string(target);
+          probe.path = std::string(path);
+          for (const auto& field : head)
+            probe.headers.emplace_back(std::string(field.name_string()),
+                                       std::string(field.value()));
+          refusal = options.session_auth(probe);
+        }
+        if (!refusal || !refusal->empty())
+          return fail(
+              401, "unauthenticated",
+              refusal ? *refusal : "missing or wrong bearer token (Authorization: Bearer <token>)");
+      }
     }
     const auto expect = head[bhttp::field::expect];
     if (iequals(std::string_view(expect.data(), expect.size()), "100-continue")) {

@@ -24,6 +24,8 @@
 // - Bearer tokens (TokenSet): when tokens are configured, every route but
 //   /healthz needs "Authorization: Bearer <token>" (401 otherwise); a server
 //   bound to a non-loopback address refuses to start without tokens.
+//   HttpServerOptions may name further public paths and a session
+//   credential accepted in place of the bearer header.
 //
 // Threading: everything runs on the io_context's one thread.
 #pragma once
@@ -159,6 +161,14 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_body_bytes = 1024 * 1024;
   std::optional<TokenSet> tokens;
+  // Paths served without a token although tokens are configured (the
+  // dashboard's page, assets and login); null: only /healthz.
+  std::function<bool(std::string_view path)> public_path;
+  // A second credential, tried when the bearer header does not hold (the
+  // dashboard's session cookie), with the request's head (no body): nullopt
+  // when the request carries no such credential (the bearer 401 is sent),
+  // "" when it is accepted, else the message of the 401 to send.
+  std::function<std::optional<std::string>(const Request& head)> session_auth;
   // Called once per answered request with the route's name ("unmatched" for
   // 404/405) and the status sent.
   std::function<void(std::string_view route, int status)> on_response;
