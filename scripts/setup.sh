@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format
   tzdata curl
+  chromium chromium-driver python3-selenium
 )
 
 missing=()

@@ -193,7 +193,8 @@
       g.append(sv('rect', { x, width: bw, y: T, height: H - B - T, fill: 'transparent' }));
       s.append(g);
       if (i % 15 === 0 || i === n - 1)
-        s.append(sv('text', { x: x, y: H - 5 }, i === n - 1 ? 'now' : `${hhmm(new Date(m.start))}`));
+        s.append(sv('text', { x: i === n - 1 ? W : x, y: H - 5, 'text-anchor': i === n - 1 ? 'end' : 'start' },
+          i === n - 1 ? 'now' : `${hhmm(new Date(m.start))}`));
     });
     const tot = { succeeded: 0, failed: 0, retried: 0 };
     for (const m of minutes) for (const k of Object.keys(tot)) tot[k] += m[k];
