@@ -8,6 +8,7 @@
 #include <boost/json/serialize.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/kernel/event_kinds.h"
 #include "prod/api/api_routes.h"
@@ -91,6 +92,21 @@ TEST(RunStats, CountsRunsPerMinuteAndLatenessPercentiles) {
   for (const auto& m : wrapped.at("minutes").as_array())
     retried += m.at("retried").to_number<std::int64_t>();
   EXPECT_EQ(retried, 2);  // minute +1's and minute +60's
+}
+
+TEST(StatsEventLog, FeedsTheStatsAndPassesEveryEventOn) {
+  struct Recorder final : EventLog {
+    std::vector<std::string> kinds;
+    void record(Event e) override { kinds.emplace_back(e.kind); }
+  } next;
+  RunStats stats;
+  StatsEventLog log(next, stats);
+  log.record(event(event_kinds::kRunRetryScheduled, kT0));
+  log.record(event(event_kinds::kJobCreated, kT0));
+  EXPECT_EQ(next.kinds, (std::vector<std::string>{"run.retry_scheduled", "job.created"}));
+  EXPECT_EQ(
+      stats.to_json(kT0).at("minutes").as_array().back().at("retried").to_number<std::int64_t>(),
+      1);
 }
 
 class DashboardApiTest : public ::testing::Test {
