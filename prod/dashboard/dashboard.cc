@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/absl_compat.h"
+#include "core/base/duration.h"
 #include "prod/api/job_json.h"
 #include "prod/dashboard/assets.h"
 
@@ -149,8 +150,16 @@ void add_dashboard_routes(http::Router& router, DashboardOptions options) {
       return reply(json_answer(
           400, api::error_body("invalid_argument", "expected {\"token\": \"...\"}", "token")));
     const std::string_view t(token->as_string().data(), token->as_string().size());
-    if (!o->tokens->accepts(absl::StrCat("Bearer ", absl_sv(t))))
+    if (const absl::Duration wait = o->sessions->login_blocked_for(o->now());
+        wait > absl::ZeroDuration())
+      return reply(
+          error_answer(503, "unavailable",
+                       absl::StrCat("too many wrong tokens in the last minute; try again in ",
+                                    format_duration(absl::Ceil(wait, absl::Seconds(1))))));
+    if (!o->tokens->accepts(absl::StrCat("Bearer ", absl_sv(t)))) {
+      o->sessions->login_failed(o->now());
       return reply(error_answer(401, "unauthenticated", "wrong token"));
+    }
     const Session s = o->sessions->create(o->now());
     json::object out;
     out["authenticated"] = true;

@@ -104,6 +104,18 @@ void SessionStore::remove(std::string_view id) {
   if (it != sessions_.end()) sessions_.erase(it);
 }
 
+absl::Duration SessionStore::login_blocked_for(absl::Time now) {
+  while (!failed_logins_.empty() && failed_logins_.front() + absl::Minutes(1) <= now)
+    failed_logins_.pop_front();
+  if (failed_logins_.size() < options_.max_failed_logins_per_minute) return absl::ZeroDuration();
+  return failed_logins_.front() + absl::Minutes(1) - now;
+}
+
+void SessionStore::login_failed(absl::Time now) {
+  failed_logins_.push_back(now);
+  while (failed_logins_.size() > options_.max_failed_logins_per_minute) failed_logins_.pop_front();
+}
+
 SessionStore::Verdict SessionStore::check(std::string_view method, std::string_view cookie_header,
                                           std::string_view csrf_header, absl::Time now) {
   const auto id = cookie_value(cookie_header, kSessionCookie);

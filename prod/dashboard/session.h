@@ -24,12 +24,16 @@
 //   CSRF token (per session, handed to the page by GET /ui/session), else
 //   kCsrfRefused. A cross-site page can neither read that token nor set the
 //   header without a CORS preflight the server never grants.
+// - Guessing is throttled: after max_failed_logins_per_minute wrong tokens
+//   within a minute, logins are refused (not even checked) until the oldest
+//   of them is a minute old. Bearer requests are not affected.
 // - Pure in time: every call takes `now`.
 //
 // Threading: one thread (the server's loop).
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -57,6 +61,9 @@ struct SessionOptions {
   absl::Duration lifetime = absl::Hours(12);
   absl::Duration idle = absl::Hours(2);
   std::size_t max_sessions = 1024;
+  // Wrong tokens tolerated per minute (all clients together) before the
+  // login refuses to check more until the minute has passed.
+  std::size_t max_failed_logins_per_minute = 10;
 };
 
 struct Session {
@@ -77,6 +84,11 @@ class SessionStore {
   void remove(std::string_view id);
   std::size_t size() const { return sessions_.size(); }
 
+  // Failed-login throttle: login_blocked_for() is how long a login must
+  // wait (zero: it may try now); login_failed() counts a wrong token.
+  absl::Duration login_blocked_for(absl::Time now);
+  void login_failed(absl::Time now);
+
   enum class Verdict { kNoSession, kAccepted, kCsrfRefused };
   Verdict check(std::string_view method, std::string_view cookie_header,
                 std::string_view csrf_header, absl::Time now);
@@ -87,6 +99,7 @@ class SessionStore {
   SessionOptions options_;
   std::function<std::string()> random_;
   std::map<std::string, Session, std::less<>> sessions_;
+  std::deque<absl::Time> failed_logins_;  // the last minute's, oldest first
 };
 
 }  // namespace kairos::dashboard

@@ -142,7 +142,9 @@
         body: JSON.stringify({ token: input.value }),
       });
       if (!res.ok) {
-        $('login-error').textContent = res.status === 401 ? 'Wrong token.' : `Login failed (HTTP ${res.status}).`;
+        let why = `HTTP ${res.status}`;
+        try { why = (await res.json()).error.message; } catch (e) { /* keep the status */ }
+        $('login-error').textContent = res.status === 401 ? 'Wrong token.' : `Login failed: ${why}.`;
         return;
       }
       const body = await res.json();

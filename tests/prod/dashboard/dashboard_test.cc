@@ -130,6 +130,15 @@ TEST_F(DashboardRoutes, LoginTurnsTheTokenIntoAnHttpOnlyStrictSessionCookie) {
                 .find("; Secure"),
             std::string::npos);
 
+  // Guessing is throttled: past ten wrong tokens a minute even the right one waits.
+  for (int i = 0; i < 9; ++i)  // one wrong token above, nine more
+    ASSERT_EQ(call("POST", "/ui/login", R"({"token":"guess"})", json_type).status, 401);
+  const Response throttled = call("POST", "/ui/login", R"({"token":"s3cret"})", json_type);
+  EXPECT_EQ(throttled.status, 503);
+  EXPECT_NE(throttled.body.find("try again in 1m"), std::string::npos) << throttled.body;
+  now += absl::Minutes(1);
+  EXPECT_EQ(call("POST", "/ui/login", R"({"token":"s3cret"})", json_type).status, 200);
+
   // Logout needs the session's CSRF token, then ends the session.
   EXPECT_EQ(call("POST", "/ui/logout", {}, {{"Cookie", cookie}}).status, 401);
   EXPECT_EQ(call("POST", "/ui/logout", {}, {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}).status,

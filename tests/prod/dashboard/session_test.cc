@@ -91,6 +91,19 @@ TEST(SessionStore, StateChangingRequestsNeedTheSessionsCsrfToken) {
   EXPECT_EQ(store.check("GET", "a=b; " + cookie_of(s) + "; c=d", "", kT0), V::kAccepted);
 }
 
+TEST(SessionStore, ThrottlesWrongTokensPerMinute) {
+  SessionStore store({.max_failed_logins_per_minute = 3});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(store.login_blocked_for(kT0 + absl::Seconds(i)), absl::ZeroDuration());
+    store.login_failed(kT0 + absl::Seconds(i));
+  }
+  EXPECT_EQ(store.login_blocked_for(kT0 + absl::Seconds(10)), absl::Seconds(50));
+  EXPECT_EQ(store.login_blocked_for(kT0 + absl::Seconds(60)), absl::ZeroDuration());
+  store.login_failed(kT0 + absl::Seconds(60));
+  EXPECT_EQ(store.login_blocked_for(kT0 + absl::Seconds(60)), absl::Seconds(1));
+  EXPECT_EQ(store.login_blocked_for(kT0 + absl::Seconds(62)), absl::ZeroDuration());
+}
+
 TEST(SessionStore, UsesTheGivenRandomSourceAndNeverReusesALiveId) {
   const std::vector<std::string> draws = {"x", "c1", "x", "y", "c2"};
   std::size_t n = 0;
