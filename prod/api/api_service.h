@@ -43,10 +43,13 @@ class ApiService {
                                                            std::function<bool()> store_open);
   ~ApiService();
   void stop();
+  // From now on /readyz answers 503 "draining" (every other route serves on).
+  void set_draining() { draining_ = true; }
   std::uint16_t port() const { return server_->port(); }
 
  private:
   ApiService() = default;
+  bool draining_ = false;
   std::unique_ptr<ApiRoutes> routes_;
   std::unique_ptr<http::HttpServer> server_;
 };
