@@ -339,6 +339,13 @@ int server_command(int argc, char** argv) {
     o.server_id = flags.node_id;
     o.secret = *worker_secret;
     o.idle_timeout = net::idle_timeout_for(node_config.lease, node_config.max_claim_wait);
+    // A worker gone (a drained `kairos worker` exits with its long-poll still
+    // parked here): its parked claims go, so no run is granted to nobody.
+    const std::size_t remote_index = node_transports.size();
+    o.on_closed = [&server, remote_index](PeerId peer) {
+      if (server.node && server.node_transport)
+        server.node->forget_peer(server.node_transport->id_of(remote_index, peer));
+    };
     auto remote =
         net::TcpServerTransport::Listen(io, net::NetAddress{flags.listen->host, flags.listen->port},
                                         std::move(o), server.clock, server.log);

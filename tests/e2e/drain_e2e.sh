@@ -8,7 +8,11 @@
 #      occurrence is retried with a higher fencing token and succeeds;
 #   3. a second SIGTERM during a drain stops the server promptly (exit 0);
 #   4. --drain-timeout is validated naming the flag (server and worker), is a
-#      --config key, and --help shows it with its default.
+#      --config key, and --help shows it with its default;
+#   5. a remote `kairos worker` drains the same way: a running job finishes
+#      and is reported over the connection (exit 0); with --drain-timeout 1s
+#      a long job is stopped and its run handed back to the server; a run due
+#      after a drained worker left is never granted to it.
 KAIROS="$1"
 SINK=""
 source "$(dirname "$0")/e2e_lib.sh"
@@ -98,4 +102,39 @@ exited_within 15 "$server" || fail "a second signal did not stop the server with
 [ "$rc" -eq 0 ] || fail "second signal: exit $rc, expected 0"
 grep -q " drain\.interrupted .*process=server" "$work/s3.log" || fail "no drain.interrupted line"
 grep -q "kairos server: stopped" "$work/s3.log" || fail "no 'stopped' line"
+
+# --- 5. a remote worker drains ----------------------------------------------
+start_server s4 --data-dir "$work/data4" --workers 0
+start_remote() {  # NAME DRAIN_TIMEOUT
+  "$KAIROS" worker --connect "127.0.0.1:$listen_port" --state-dir "$work/$1" --id "$1" \
+    --drain-timeout "$2" >"$work/$1.log" 2>&1 &
+  worker=$!
+  pids+=("$worker")
+  wait_for 60 grep -q "net.connected" "$work/$1.log" || fail "$1 did not connect"
+}
+start_remote rw1 60s
+add_job --id remote-ok --in 1s --timeout 1m -- /bin/sh -c 'sleep 3'
+wait_for 60 started remote-ok rw1 || fail "remote-ok did not start on rw1"
+kill -TERM "$worker"
+exited_within 60 "$worker" || fail "rw1 did not exit within 60 s of SIGTERM"
+[ "$rc" -eq 0 ] || fail "rw1 drain: exit $rc"
+grep -q " drain\.done .*process=worker" "$work/rw1.log" || fail "rw1 logged no drain.done"
+grep -q " worker\.report_accepted job=remote-ok " "$work/rw1.log" || fail "rw1's report was not accepted"
+has_succeeded remote-ok || fail "remote-ok is not recorded succeeded: $(cat "$work/stdout")"
+
+start_remote rw2 1s
+add_job --id remote-slow --in 1s --timeout 1m -- /bin/sh -c 'exec sleep 30'
+wait_for 60 started remote-slow rw2 || fail "remote-slow did not start on rw2"
+kill -TERM "$worker"
+exited_within 20 "$worker" || fail "rw2 (--drain-timeout 1s) did not exit within 20 s"
+[ "$rc" -eq 0 ] || fail "rw2 drain timeout: exit $rc"
+grep -q " drain\.timeout .*process=worker .*running=1" "$work/rw2.log" || fail "rw2 logged no drain.timeout"
+wait_for 10 grep -q " run\.released job=remote-slow " "$work/s4.log" || fail "remote-slow was not handed back"
+# rw1's long-poll was still parked at the server when it exited: the server
+# forgot it with the connection, so nothing was granted to the gone rw1.
+grep -q " run\.claimed job=remote-slow .*worker=rw1 " "$work/s4.log" &&
+  fail "remote-slow was granted to rw1, which had drained and gone"
+kill -TERM "$server"
+exited_within 60 "$server" || fail "s4 did not exit"
+[ "$rc" -eq 0 ] || fail "s4: exit $rc"
 echo "e2e drain: ok"
