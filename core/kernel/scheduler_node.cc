@@ -565,6 +565,15 @@ void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
   // Responses and errors are not addressed to a node; ignore them.
 }
 
+void SchedulerNode::forget_peer(PeerId peer) {
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (it->second.peer == peer && !it->second.in_flight)
+      it = parked_.erase(it);
+    else
+      ++it;
+  }
+}
+
 void SchedulerNode::serve_parked() {
   if (!initialized_) return;
   std::vector<std::uint64_t> keys;

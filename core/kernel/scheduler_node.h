@@ -214,6 +214,13 @@ class SchedulerNode {
   // plus Txn::now()); retried like every job API read.
   void get_cluster(std::function<void(absl::StatusOr<ClusterView>)> done);
 
+  // The transport's `peer` is gone for good (its connection closed; the id
+  // is never reused): its parked claims, which nobody could receive an
+  // answer to, are dropped, so no run is granted into the void to sit
+  // leased until its lease lapses. A claim whose transaction is already in
+  // flight is answered as usual (its grants then lapse).
+  void forget_peer(PeerId peer);
+
   // Introspection (tests, simulator, health endpoint).
   const std::string& id() const { return config_.node_id; }
   const SchedulerNodeConfig& config() const { return config_; }

@@ -601,6 +601,7 @@ void ApiRoutes::readyz(Reply reply) {
     reply(json_response(503, body));
   };
   if (!options_.store_open()) return answer("the store is not open");
+  if (options_.draining()) return answer("draining");
   if (!node_.running()) return answer("the scheduler node is not running");
   if (!node_.clock_sane())
     return answer("this node's clock disagrees with the store's; it neither leads nor claims");

@@ -23,7 +23,8 @@
 // - /healthz: 200 while the process serves. /readyz: 200 only when the
 //   store is open, the node runs, its clock agrees with the store's and every
 //   shard's leadership is known (this node leads it, or another node holds a
-//   live lease by the store's records), else 503 naming the reason.
+//   live lease by the store's records), else 503 naming the reason; while the
+//   server drains for shutdown the reason is "draining".
 // - /metrics: the node's Metrics in Prometheus text format, histograms whose
 //   name ends in _us exported in seconds (_seconds), plus
 //   kairos_http_requests_total{route=,status=}.
@@ -53,6 +54,8 @@ struct ApiOptions {
   // and the time its minutes are counted to.
   const RunStats* stats = nullptr;
   std::function<absl::Time()> now = [] { return absl::Now(); };
+  // True once the server drains for shutdown: /readyz answers 503 "draining".
+  std::function<bool()> draining = [] { return false; };
 };
 
 class ApiRoutes {

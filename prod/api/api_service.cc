@@ -33,6 +33,8 @@ absl::StatusOr<std::unique_ptr<ApiService>> ApiService::start(boost::asio::io_co
   ApiOptions api_options;
   if (store_open) api_options.store_open = std::move(store_open);
   api_options.stats = stats;
+  ApiService* self = service.get();
+  api_options.draining = [self] { return self->draining_; };
   service->routes_ = std::make_unique<ApiRoutes>(node, metrics, std::move(api_options));
   ApiRoutes* routes = service->routes_.get();
   options.on_response = [routes](std::string_view route, int status) {

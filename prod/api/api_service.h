@@ -50,10 +50,13 @@ class ApiService {
                                                            const RunStats* stats = nullptr);
   ~ApiService();
   void stop();
+  // From now on /readyz answers 503 "draining" (every other route serves on).
+  void set_draining() { draining_ = true; }
   std::uint16_t port() const { return server_->port(); }
 
  private:
   ApiService() = default;
+  bool draining_ = false;
   std::unique_ptr<ApiRoutes> routes_;
   std::unique_ptr<dashboard::SessionStore> sessions_;
   std::optional<http::TokenSet> tokens_;  // the login's copy of the server's

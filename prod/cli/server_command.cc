@@ -16,16 +16,22 @@
 // workers -> print the ready line on stdout -> with --demo, create the demo
 // job (idempotent: the same spec is not created twice).
 //
-// Shutdown on SIGINT/SIGTERM: the workers stop (their running attempts are
-// terminated: SIGTERM, SIGKILL after the grace, and their leases lapse, so a
-// restarted server re-runs them with a higher fencing token), then the node;
-// the store finishes every queued transaction durably while the node object
-// still exists (queued bodies refer to it), the log is flushed, exit 0.
+// Shutdown on SIGINT/SIGTERM: a drain (prod/cli/drain.h). The local
+// workers stop claiming, /readyz answers 503 "draining", and the node, the
+// API and the remote-worker listener serve on, so running attempts (local
+// and remote) can renew and report. Once nothing runs locally, or after
+// --drain-timeout (then the local attempts are stopped: SIGTERM, SIGKILL
+// after the grace; each reports kStopped, which hands its run back, and is
+// retried later with a higher fencing token), or at once on a second
+// signal: the remote listener closes (remote workers' leases lapse unless
+// they reach another node), the workers stop (terminating whatever still
+// runs), then the node; the store finishes every queued transaction durably
+// while the node object still exists (queued bodies refer to it), the log is
+// flushed, exit 0.
 #include <signal.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -54,6 +60,7 @@
 #include "prod/api/api_service.h"
 #include "prod/api/run_stats.h"
 #include "prod/cli/commands.h"
+#include "prod/cli/drain.h"
 #include "prod/cli/job_runners.h"
 #include "prod/cli/server_flags.h"
 #include "prod/log/log_event_log.h"
@@ -335,6 +342,13 @@ int server_command(int argc, char** argv) {
     o.server_id = flags.node_id;
     o.secret = *worker_secret;
     o.idle_timeout = net::idle_timeout_for(node_config.lease, node_config.max_claim_wait);
+    // A worker gone (a drained `kairos worker` exits with its long-poll still
+    // parked here): its parked claims go, so no run is granted to nobody.
+    const std::size_t remote_index = node_transports.size();
+    o.on_closed = [&server, remote_index](PeerId peer) {
+      if (server.node && server.node_transport)
+        server.node->forget_peer(server.node_transport->id_of(remote_index, peer));
+    };
     auto remote =
         net::TcpServerTransport::Listen(io, net::NetAddress{flags.listen->host, flags.listen->port},
                                         std::move(o), server.clock, server.log);
@@ -396,23 +410,25 @@ int server_command(int argc, char** argv) {
         });
   }
 
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  int received = 0;
-  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
-    if (ec) return;
-    received = signal;
-    io.stop();
-  });
+  // SIGTERM/SIGINT drain the local workers while the node, the API and the
+  // remote listener serve on (prod/cli/drain.h); the loop stops when the
+  // drain ends, or at once on a second signal.
+  std::vector<Worker*> local;
+  for (auto& w : server.workers) local.push_back(w.worker.get());
+  DrainOptions drain_options;
+  drain_options.process = "server";
+  drain_options.timeout = flags.drain_timeout;
+  drain_options.kill_grace = kill_grace;
+  DrainOnSignal drain(io, server.timers, server.clock, server.log, std::move(local), drain_options,
+                      [&api] { (*api)->set_draining(); });
   std::printf("kairos server: ready (store: lmdb at %s, schema v%u)\n",
               server.store->path().c_str(), server.store->schema_version());
   std::fflush(stdout);
   io.run();
 
-  std::fprintf(stderr, "kairos server: %s received, stopping\n",
-               received == SIGINT ? "SIGINT" : "SIGTERM");
-  server.note("server.stopping",
-              {{"signal", std::string(received == SIGINT ? "SIGINT" : "SIGTERM")}});
-  signals.cancel();
+  std::fprintf(stderr, "kairos server: stopping (%s)\n", drain.outcome().c_str());
+  server.note("server.stopping", {{"signal", drain.signal_name()}, {"drain", drain.outcome()}});
+  drain.cancel();
   (*api)->stop();  // no request reaches the node from here on
   server.shutdown(kill_grace);
   work.reset();

@@ -19,8 +19,10 @@ constexpr const char* kSynopsis = "kairos server (--data-dir DIR | --store lmdb:
 constexpr const char* kDescription =
     "Runs a scheduler node with the embedded LMDB store (created if missing\n"
     "or empty; one server per directory) and N local workers that run jobs as\n"
-    "child processes. Events are logged to stderr, one line each. Stops cleanly\n"
-    "on SIGINT or SIGTERM.";
+    "child processes. Events are logged to stderr, one line each. On SIGINT or\n"
+    "SIGTERM it drains: no new work is claimed, /readyz answers 503, running\n"
+    "jobs may finish within --drain-timeout (then they are stopped and retried\n"
+    "later); a second signal stops at once. Exit 0 either way.";
 
 }  // namespace
 
@@ -108,6 +110,11 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
              "run lease length (1s..24h); the heartbeat, the lease margin\n"
              "and the claim wait follow from it",
              set_duration(&flags.lease_ttl, kMinLeaseTtl, kMaxLeaseTtl)});
+  table.add({"drain-timeout", "DURATION", "30s",
+             "on SIGTERM/SIGINT, how long running jobs may finish\n"
+             "(0s..24h; 0s stops them at once); keep systemd's\n"
+             "TimeoutStopSec above it",
+             set_duration(&flags.drain_timeout, absl::ZeroDuration(), kMaxDrainTimeout)});
   table.add({"http", "ADDR:PORT", "127.0.0.1:8080",
              "serve the HTTP API there (port 0 picks a free one;\n"
              "docs/API.md); an address other than loopback needs\n"

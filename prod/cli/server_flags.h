@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
 #include "prod/api/api_service.h"
+#include "prod/cli/drain.h"
 #include "prod/cli/flags.h"
 
 namespace kairos::cli {
@@ -31,6 +32,8 @@ struct ServerFlags {
   std::optional<HostPort> listen = HostPort{"127.0.0.1", 7070};
   std::string worker_secret_file;
   std::string http_ca_file;  // webhook jobs: extra trusted CA certificates
+  // SIGTERM/SIGINT: how long running attempts may finish (prod/cli/drain.h).
+  absl::Duration drain_timeout = kDefaultDrainTimeout;
 
   // Derived by parse_server_flags: the LMDB directory (from --store or
   // --data-dir) and the run-lease timing for lease_ttl.

@@ -23,15 +23,20 @@
 // server) makes them: the process runner for command jobs and the HTTP
 // runner for webhooks, restricted to the kinds --runners names.
 //
-// Shutdown on SIGINT/SIGTERM: the worker stops (running attempts are
-// terminated: SIGTERM, SIGKILL after the grace; their leases lapse and the
-// server re-runs them), the connection closes, the log is flushed, exit 0.
+// Shutdown on SIGINT/SIGTERM: a drain (prod/cli/drain.h). The worker stops
+// claiming (a grant still arriving is handed straight back) while its running
+// attempts go on, renewing and reporting over the connection. Once nothing
+// runs and every report is answered, or after --drain-timeout (then the
+// attempts are stopped: SIGTERM, SIGKILL after the grace; each reports
+// kStopped, which hands its run back to be retried with a higher fencing
+// token; one whose report does not get through keeps its lease until it
+// lapses), or at once on a second signal: the worker stops (terminating
+// whatever still runs), the connection closes, the log is flushed, exit 0.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -55,6 +60,7 @@
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "prod/cli/commands.h"
+#include "prod/cli/drain.h"
 #include "prod/cli/flags.h"
 #include "prod/cli/job_runners.h"
 #include "prod/log/log_event_log.h"
@@ -71,12 +77,15 @@ constexpr const char* kWorkerUsage =
     "usage: kairos worker --connect HOST:PORT[,HOST:PORT...] --state-dir DIR\n"
     "                     [--concurrency N] [--id ID] [--runners KINDS]\n"
     "                     [--worker-secret-file FILE] [--lease-ttl DURATION]\n"
+    "                     [--drain-timeout DURATION]\n"
     "\n"
     "Runs jobs for the `kairos server`s listed in --connect (their --listen\n"
     "address), connecting to one at a time and moving to the next when a\n"
     "connection fails. Jobs run as child processes of this worker and die with\n"
-    "it. Events are logged to stderr, one line each. Stops cleanly on SIGINT or\n"
-    "SIGTERM.\n"
+    "it. Events are logged to stderr, one line each. On SIGINT or SIGTERM it\n"
+    "drains: claims nothing new, lets running jobs finish within\n"
+    "--drain-timeout (then stops them; they are retried), exits 0; a second\n"
+    "signal stops at once.\n"
     "\n"
     "options:\n"
     "  --connect LIST        comma-separated HOST:PORT ([IPV6]:PORT) of servers\n"
@@ -96,6 +105,9 @@ constexpr const char* kWorkerUsage =
     "  --lease-ttl DURATION  the run lease the worker plans its heartbeats for:\n"
     "                        the server's --lease-ttl (default 30s, in\n"
     "                        [1s, 24h]); heartbeat and long poll follow from it\n"
+    "  --drain-timeout DURATION  on SIGTERM/SIGINT, how long running jobs may\n"
+    "                        finish before they are stopped (default 30s, in\n"
+    "                        [0s, 24h]; 0s stops them at once)\n"
     "  --help                show this text\n";
 
 constexpr std::uint32_t kMaxConcurrency = 1024;
@@ -112,6 +124,7 @@ struct WorkerFlags {
   unsigned runners = kCommandRunner | kHttpRunner;
   std::string secret_file;
   absl::Duration lease_ttl = absl::Microseconds(lease_defaults::kLeaseTtlUs);
+  absl::Duration drain_timeout = kDefaultDrainTimeout;
 };
 
 int bad_value(std::string_view flag, std::string_view expected, std::string_view got) {
@@ -152,7 +165,8 @@ std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
       return 0;
     }
     if (arg != "--connect" && arg != "--state-dir" && arg != "--concurrency" && arg != "--id" &&
-        arg != "--runners" && arg != "--worker-secret-file" && arg != "--lease-ttl") {
+        arg != "--runners" && arg != "--worker-secret-file" && arg != "--lease-ttl" &&
+        arg != "--drain-timeout") {
       std::fprintf(stderr, "kairos worker: unknown flag '%s'\n\n%s", excerpt(arg).c_str(),
                    kWorkerUsage);
       return 2;
@@ -203,6 +217,11 @@ std::optional<int> parse_flags(int argc, char** argv, WorkerFlags& flags) {
     } else if (arg == "--worker-secret-file") {
       if (value.empty()) return bad_value(arg, "a file name", value);
       flags.secret_file = std::string(value);
+    } else if (arg == "--drain-timeout") {
+      auto d = parse_duration(value);
+      if (!d.ok() || *d < absl::ZeroDuration() || *d > kMaxDrainTimeout)
+        return bad_value(arg, "a duration in [0s, 24h], such as 30s", value);
+      flags.drain_timeout = *d;
     } else {  // --lease-ttl
       auto d = parse_duration(value);
       if (!d.ok() || *d < kMinLeaseTtl || *d > kMaxLeaseTtl)
@@ -334,22 +353,22 @@ int worker_command(int argc, char** argv) {
         {"runners", kind_names},
         {"secret", std::string(*secret ? "yes" : "no")}});
 
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  int received = 0;
-  signals.async_wait([&](const boost::system::error_code& e, int signal) {
-    if (e) return;
-    received = signal;
-    io.stop();
-  });
+  // SIGTERM/SIGINT drain the worker (prod/cli/drain.h); the loop stops when
+  // the drain ends, or at once on a second signal.
+  DrainOptions drain_options;
+  drain_options.process = "worker";
+  drain_options.timeout = flags.drain_timeout;
+  drain_options.kill_grace = kill_grace;
+  DrainOnSignal drain(io, timers, clock, log, {worker.get()}, drain_options);
   std::printf("kairos worker: ready (id %s, connecting to %s)\n", flags.id.c_str(),
               targets.c_str());
   std::fflush(stdout);
   io.run();
 
-  const char* name = received == SIGINT ? "SIGINT" : "SIGTERM";
-  std::fprintf(stderr, "kairos worker: %s received, stopping\n", name);
-  note(log, clock, "worker.stopping", {{"signal", std::string(name)}});
-  signals.cancel();
+  std::fprintf(stderr, "kairos worker: stopping (%s)\n", drain.outcome().c_str());
+  note(log, clock, "worker.stopping",
+       {{"signal", drain.signal_name()}, {"drain", drain.outcome()}});
+  drain.cancel();
   worker->stop();
   transport->close();
   shutdown_runners(io, *runner, kill_grace);

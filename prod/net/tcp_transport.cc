@@ -382,6 +382,7 @@ struct TcpServerTransport::Impl {
     f.push_back({"reason", reason});
     note(events, clock, open ? "net.closed" : "net.refused", std::move(f));
     peers.erase(it);
+    if (open && options.on_closed) options.on_closed(id);
   }
 };
 

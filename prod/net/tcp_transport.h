@@ -103,6 +103,9 @@ class TcpServerTransport final : public Transport {
     std::size_t max_connections = 1024;
     // Called when a connection finished its handshake (tests, diagnostics).
     std::function<void(PeerId, const std::string& worker_id)> on_ready;
+    // Called when a connection that finished its handshake has closed (its
+    // peer id is never used again): the node forgets that worker's claims.
+    std::function<void(PeerId)> on_closed;
   };
 
   // Binds and listens on `address` (a numeric IP or "localhost"; port 0
