@@ -287,6 +287,9 @@ class SchedulerNode {
   void record(Event event);
   void record_all(std::vector<Event>& events);
   void count_txn(std::string_view op, const TxnResult& result);
+  // Metrics only (node_metrics.h): never read back by the node.
+  void set_backlog(std::uint32_t shard, std::int64_t due);
+  void observe_fire_lateness(const std::vector<Grant>& grants);
   void on_stale_epoch(std::uint32_t shard, std::string_view op, const absl::Status& status);
   // An abort the node has no handling for: recorded as txn.failed.
   void on_failed(std::uint32_t shard, std::string_view op, const absl::Status& status);
