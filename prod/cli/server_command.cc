@@ -332,6 +332,7 @@ int server_command(int argc, char** argv) {
     o.server_id = flags.node_id;
     o.secret = *worker_secret;
     o.idle_timeout = net::idle_timeout_for(node_config.lease, node_config.max_claim_wait);
+    o.metrics = &server.metrics;
     auto remote =
         net::TcpServerTransport::Listen(io, net::NetAddress{flags.listen->host, flags.listen->port},
                                         std::move(o), server.clock, server.log);
@@ -361,6 +362,8 @@ int server_command(int argc, char** argv) {
                                         *w.random, server.log, server.metrics, std::move(wc));
     server.workers.push_back(std::move(w));
   }
+  server.metrics.gauge("kairos_workers_connected{kind=\"embedded\"}", net::kConnectedWorkersHelp)
+      .set(static_cast<std::int64_t>(server.workers.size()));
 
   auto api = api::ApiService::start(io, *server.node, server.metrics, flags.api,
                                     [&server] { return server.store != nullptr; });
