@@ -49,7 +49,10 @@
 //
 // Events/metrics. Every committed state change is recorded to the EventLog
 // (kinds in docs/ARCHITECTURE.md, each with a "node" field) and counted in Metrics
-// as kairos_<kind with '.' -> '_'>_total, e.g. kairos_run_claimed_total.
+// as kairos_<kind with '.' -> '_'>_total, e.g. kairos_run_claimed_total. The
+// node also keeps the operator series of node_metrics.h (runs by outcome,
+// due backlog per shard, dispatch and fire lateness, transaction latency);
+// it only writes them, so they never change what it does.
 //
 // stop() is a crash: timers are cancelled, in-memory state is dropped, and
 // callbacks still in flight (store results, runner outcomes) are ignored. A
