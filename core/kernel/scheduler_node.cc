@@ -9,6 +9,7 @@
 #include "core/base/check.h"
 #include "core/kernel/event_kinds.h"
 #include "core/kernel/keyspace.h"
+#include "core/kernel/node_metrics.h"
 #include "core/kernel/node_support.h"
 
 namespace kairos {
@@ -63,6 +64,7 @@ SchedulerNode::SchedulerNode(const Clock& clock, Timers& timers, Storage& storag
   KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
   check_lease_invariants(config_.lease);
   KAIROS_CHECK(shards_.size() == config_.shard_count);
+  node_metrics::describe_node_metrics(metrics_, config_.shard_count);
 }
 
 SchedulerNode::~SchedulerNode() { stop(); }
@@ -100,6 +102,7 @@ void SchedulerNode::stop() {
   transport_.set_handler([](PeerId, std::string_view) {});
   parked_.clear();
   shards_.assign(shards_.size(), ShardState{});
+  for (std::uint32_t s = 0; s < shards_.size(); ++s) set_backlog(s, 0);
 }
 
 void SchedulerNode::schedule_tick() {
@@ -122,6 +125,11 @@ std::uint64_t SchedulerNode::epoch(std::uint32_t shard) const {
 }
 
 void SchedulerNode::record(Event event) {
+  if (auto outcome = node_metrics::run_outcome(event))
+    metrics_
+        .counter(
+            absl::StrCat(absl_sv(node_metrics::kRuns), "{outcome=\"", absl_sv(*outcome), "\"}"))
+        .add();
   record_event(std::move(event), clock_.now(), "node", config_.node_id, events_, metrics_);
 }
 
@@ -137,18 +145,36 @@ void SchedulerNode::count_txn(std::string_view op, const TxnResult& result) {
       .add();
 }
 
+void SchedulerNode::observe_fire_lateness(const std::vector<Grant>& grants) {
+  Histogram& lateness = metrics_.histogram(node_metrics::kFireLateness, lateness_buckets_us());
+  for (const Grant& g : grants)
+    if (g.run.attempts.size() == 1)  // the run's first grant: it fires now
+      node_metrics::observe_duration(lateness, g.run.claimed_at - g.run.due_at);
+}
+
 absl::Duration SchedulerNode::backoff(std::uint32_t attempt) {
   return retry_backoff(random_, config_.retry_backoff_base, config_.retry_backoff_max, attempt);
+}
+
+void SchedulerNode::set_backlog(std::uint32_t shard, std::int64_t due) {
+  metrics_.gauge(node_metrics::shard_series(node_metrics::kDueBacklog, shard)).set(due);
 }
 
 void SchedulerNode::transact_once(std::string_view op, TxnBody body,
                                   std::function<void(TxnResult)> done, TxnMode mode) {
   Alive alive = alive_;
+  const absl::Time sent = clock_.now();
   storage_.transact(
       std::move(body),
-      [this, alive, op_name = std::string(op), done = std::move(done)](TxnResult result) {
+      [this, alive, op_name = std::string(op), done = std::move(done), sent](TxnResult result) {
         if (!*alive) return;
-        if (!op_name.empty()) count_txn(op_name, result);
+        if (!op_name.empty()) {
+          count_txn(op_name, result);
+          node_metrics::observe_duration(
+              metrics_.histogram(node_metrics::op_series(node_metrics::kTxnDuration, op_name),
+                                 latency_buckets_us()),
+              clock_.now() - sent);
+        }
         done(std::move(result));
       },
       mode);
@@ -266,6 +292,7 @@ void SchedulerNode::lose_leadership(std::uint32_t shard, std::string_view reason
       .with("reason", std::string(reason));
   st.leader = false;
   st.epoch = 0;
+  set_backlog(shard, 0);
   record(std::move(e));
 }
 
@@ -428,6 +455,11 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
         if (!r.committed()) return;  // the next tick re-reads the due index
         if (!out->dispatched.empty() && crashed_at("dispatch-after-commit-before-reply")) return;
         record_all(out->events);
+        set_backlog(shard, out->scanned);
+        Histogram& lateness =
+            metrics_.histogram(node_metrics::kDispatchLateness, lateness_buckets_us());
+        for (const RunRecord& run : out->dispatched)
+          node_metrics::observe_duration(lateness, run.dispatched_at - run.due_at);
         for (const auto& bad : out->undecodable) on_undecodable(shard, "dispatch", bad);
         if (config_.bugs.non_atomic_dispatch && !out->to_create.empty())
           planted_create_runs_separately(shard, token, out->to_create);
@@ -533,8 +565,7 @@ void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
   if (!running()) return;
   auto decoded = wire::decode(bytes);
   if (!decoded.ok()) {
-    metrics_.counter("kairos_wire_malformed_total").add();
-    Event e;
+    Event e;  // counted as kairos_wire_malformed_total by record()
     e.kind = event_kinds::kWireMalformed;
     e.with("peer", static_cast<std::uint64_t>(from))
         .with("error", std::string(decoded.status().message()));
@@ -623,6 +654,7 @@ void SchedulerNode::try_claim(std::uint64_t key) {
                                  g.run.owner == p.request.worker_id,
                              "a grant is a run leased to the claiming worker under a token");
           record_all(out->events);
+          observe_fire_lateness(out->grants);
           if (!out->grants.empty() || expired) {
             wire::ClaimResponse resp;
             resp.request_id = p.request.request_id;

@@ -49,7 +49,10 @@
 //
 // Events/metrics. Every committed state change is recorded to the EventLog
 // (kinds in docs/ARCHITECTURE.md, each with a "node" field) and counted in Metrics
-// as kairos_<kind with '.' -> '_'>_total, e.g. kairos_run_claimed_total.
+// as kairos_<kind with '.' -> '_'>_total, e.g. kairos_run_claimed_total. The
+// node also keeps the operator series of node_metrics.h (runs by outcome,
+// due backlog per shard, dispatch and fire lateness, transaction latency);
+// it only writes them, so they never change what it does.
 //
 // stop() is a crash: timers are cancelled, in-memory state is dropped, and
 // callbacks still in flight (store results, runner outcomes) are ignored. A
@@ -294,6 +297,9 @@ class SchedulerNode {
   void record(Event event);
   void record_all(std::vector<Event>& events);
   void count_txn(std::string_view op, const TxnResult& result);
+  // Metrics only (node_metrics.h): never read back by the node.
+  void set_backlog(std::uint32_t shard, std::int64_t due);
+  void observe_fire_lateness(const std::vector<Grant>& grants);
   void on_stale_epoch(std::uint32_t shard, std::string_view op, const absl::Status& status);
   // An abort the node has no handling for: recorded as txn.failed.
   void on_failed(std::uint32_t shard, std::string_view op, const absl::Status& status);

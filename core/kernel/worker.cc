@@ -7,6 +7,7 @@
 #include "core/base/check.h"
 #include "core/kernel/event_kinds.h"
 #include "core/kernel/job_store.h"
+#include "core/kernel/node_metrics.h"
 #include "core/kernel/node_support.h"
 
 namespace kairos {
@@ -57,6 +58,7 @@ Worker::Worker(const Clock& clock, Timers& timers, Transport& transport, Runner&
   KAIROS_CHECK_MSG(s.ok(), std::string(s.message()).c_str());
   check_lease_invariants(config_.lease);
   KAIROS_CHECK(config_.claim_wait * 2 <= config_.lease.lease_ttl);
+  node_metrics::describe_node_metrics(metrics_);
 }
 
 Worker::~Worker() { stop(); }

@@ -86,6 +86,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "absl/time/time.h"
 #include "core/ports/payload.h"
@@ -119,6 +120,23 @@ enum class RunStatus : std::uint8_t {
   kTimedOut,         // exceeded the job's own timeout
   kStopped,          // stopped by the worker (lease deadline, shutdown)
 };
+// The status's one name, in the API, the logs and the metrics: "succeeded",
+// "failed", "failed_permanent", "timed_out", "stopped".
+constexpr std::string_view to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kFailedPermanent:
+      return "failed_permanent";
+    case RunStatus::kTimedOut:
+      return "timed_out";
+    case RunStatus::kStopped:
+      return "stopped";
+  }
+  return "?";
+}
 
 struct RunOutcome {
   RunStatus status = RunStatus::kFailed;

@@ -2,6 +2,7 @@
 
 #include <boost/json/serialize.hpp>
 #include <charconv>
+#include <chrono>
 #include <initializer_list>
 #include <memory>
 #include <set>
@@ -143,6 +144,27 @@ std::string seconds_of(std::string_view text) {
   return micros_as_seconds(v);
 }
 
+// `handler` with its answer timed: from the routed request (head and body
+// read) to the response handed back to the server, on the steady clock.
+http::Handler timed(Metrics& metrics, std::string_view route, http::Handler handler) {
+  return [&metrics,
+          series = absl::StrCat("kairos_http_request_duration_us{route=\"", absl_sv(route), "\"}"),
+          handler = std::move(handler)](const Request& req, Reply reply) {
+    const auto start = std::chrono::steady_clock::now();
+    handler(req, [&metrics, series, start, reply = std::move(reply)](Response res) {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      metrics
+          .histogram(series, latency_buckets_us(),
+                     "HTTP request latency by route, from the request read to the answer "
+                     "handed to the connection (the time a store transaction took included)")
+          .observe(static_cast<std::int64_t>(us));
+      reply(std::move(res));
+    });
+  };
+}
+
 }  // namespace
 
 std::string prometheus_text(const Metrics& metrics) {
@@ -236,7 +258,10 @@ http::Router ApiRoutes::router() {
     reply(json_response(200, json::object{{"status", "ok"}}));
   });
   r.add("GET", "/readyz", [this](const Request&, Reply reply) { readyz(std::move(reply)); });
-  return r;
+  http::Router out;
+  for (const http::Router::Route& route : r.routes())
+    out.add(route.method, route.pattern, timed(metrics_, route.name, route.handler));
+  return out;
 }
 
 void ApiRoutes::create(const Request& r, Reply reply) {

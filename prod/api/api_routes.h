@@ -27,7 +27,9 @@
 //   server drains for shutdown the reason is "draining".
 // - /metrics: the node's Metrics in Prometheus text format, histograms whose
 //   name ends in _us exported in seconds (_seconds), plus
-//   kairos_http_requests_total{route=,status=}.
+//   kairos_http_requests_total{route=,status=} and
+//   kairos_http_request_duration_seconds{route=} (every route's handler is
+//   timed on the steady clock; docs/API.md lists every metric).
 #pragma once
 
 #include <cstddef>

@@ -572,22 +572,6 @@ json::object job_to_json(const JobRecord& job) {
   return o;
 }
 
-std::string_view to_string(RunStatus status) {
-  switch (status) {
-    case RunStatus::kSucceeded:
-      return "succeeded";
-    case RunStatus::kFailed:
-      return "failed";
-    case RunStatus::kFailedPermanent:
-      return "failed_permanent";
-    case RunStatus::kTimedOut:
-      return "timed_out";
-    case RunStatus::kStopped:
-      return "stopped";
-  }
-  return "?";
-}
-
 json::object run_to_json(const RunRecord& run) {
   json::object o;
   o["id"] = idempotency_key(run.id);

@@ -88,8 +88,8 @@ boost::json::object run_to_json(const RunRecord& run);
 // One ledger record (an occurrence or a range of them).
 boost::json::object ledger_to_json(const LedgerRecord& record);
 
-// Text helpers of the contract.
-std::string_view to_string(RunStatus status);
+// Text helpers of the contract (run status names: core/ports/runner.h).
+using kairos::to_string;
 std::string serialize(const boost::json::value& value);
 
 }  // namespace kairos::api

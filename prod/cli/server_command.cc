@@ -349,6 +349,7 @@ int server_command(int argc, char** argv) {
       if (server.node && server.node_transport)
         server.node->forget_peer(server.node_transport->id_of(remote_index, peer));
     };
+    o.metrics = &server.metrics;
     auto remote =
         net::TcpServerTransport::Listen(io, net::NetAddress{flags.listen->host, flags.listen->port},
                                         std::move(o), server.clock, server.log);
@@ -378,6 +379,8 @@ int server_command(int argc, char** argv) {
                                         *w.random, server.log, server.metrics, std::move(wc));
     server.workers.push_back(std::move(w));
   }
+  server.metrics.gauge("kairos_workers_connected{kind=\"embedded\"}", net::kConnectedWorkersHelp)
+      .set(static_cast<std::int64_t>(server.workers.size()));
 
   auto api = api::ApiService::start(
       io, *server.node, server.metrics, flags.api, [&server] { return server.store != nullptr; },

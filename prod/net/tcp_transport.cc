@@ -301,8 +301,16 @@ struct TcpServerTransport::Impl {
   PeerId next_id = 1;
   std::uint16_t port = 0;
   std::uint64_t received = 0;
+  std::size_t ready = 0;  // peers past their handshake
   bool closed = false;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+
+  void set_ready(std::size_t n) {
+    ready = n;
+    if (options.metrics != nullptr)
+      options.metrics->gauge(kConnectedWorkersSeries, kConnectedWorkersHelp)
+          .set(static_cast<std::int64_t>(n));
+  }
 
   void accept() {
     acceptor.async_accept(
@@ -362,6 +370,7 @@ struct TcpServerTransport::Impl {
         p.worker_id = p.handshake->worker_id();
         p.handshake.reset();
         p.conn->set_open();
+        set_ready(ready + 1);
         note(events, clock, "net.connected",
              {{"peer", id}, {"worker", p.worker_id}, {"remote", p.conn->remote()}});
         if (options.on_ready) options.on_ready(id, p.worker_id);
@@ -382,6 +391,7 @@ struct TcpServerTransport::Impl {
     f.push_back({"reason", reason});
     note(events, clock, open ? "net.closed" : "net.refused", std::move(f));
     peers.erase(it);
+    if (open) set_ready(ready - 1);
     if (open && options.on_closed) options.on_closed(id);
   }
 };
@@ -397,6 +407,7 @@ absl::StatusOr<std::unique_ptr<TcpServerTransport>> TcpServerTransport::Listen(
     return absl::InvalidArgumentError(absl::StrCat(
         "listen address '", address.to_string(), "': expected a numeric IP address or localhost"));
   auto impl = std::make_unique<Impl>(io, std::move(options), clock, events);
+  impl->set_ready(0);  // exported from the start
   const tcp::endpoint ep(ip, address.port);
   auto fail = [&](std::string_view what) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address.to_string(), ": ",
@@ -443,11 +454,13 @@ void TcpServerTransport::close() {
   impl_->retry.cancel();
   auto peers = std::move(impl_->peers);
   impl_->peers.clear();
+  impl_->set_ready(0);
   for (auto& [id, p] : peers) p.conn->close("transport closed");
 }
 
 std::uint16_t TcpServerTransport::local_port() const { return impl_->port; }
 std::size_t TcpServerTransport::connections() const { return impl_->peers.size(); }
+std::size_t TcpServerTransport::ready_connections() const { return impl_->ready; }
 std::uint64_t TcpServerTransport::received() const { return impl_->received; }
 
 // ---------------------------------------------------------------------------

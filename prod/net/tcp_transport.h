@@ -46,6 +46,9 @@
 // Events (EventLog, one line each): net.listening, net.connected,
 // net.closed, net.refused, net.connect_failed, with the peer, the worker or
 // server id, the remote address and the reason.
+// Metrics (server, when Options::metrics is set): the gauge
+// kairos_workers_connected{kind="remote"}, the connections past their
+// handshake, from Listen() on.
 //
 // Lifetime. close() ends every connection and the acceptor; it may be called
 // from inside the handler (the handler's message view stays valid until the
@@ -70,6 +73,7 @@
 #include "core/kernel/lease_config.h"
 #include "core/ports/clock.h"
 #include "core/ports/event_log.h"
+#include "core/ports/metrics.h"
 #include "core/ports/random.h"
 #include "core/ports/transport.h"
 
@@ -89,6 +93,15 @@ struct NetAddress {
 // rpc timeout.
 absl::Duration idle_timeout_for(const LeaseConfig& lease, absl::Duration claim_wait);
 
+// The gauge of remote workers connected (past the handshake, so
+// authenticated when the server has a secret); embedded workers are the same
+// family with kind="embedded" (prod/cli/server_command.cc).
+inline constexpr std::string_view kConnectedWorkersSeries =
+    "kairos_workers_connected{kind=\"remote\"}";
+inline constexpr std::string_view kConnectedWorkersHelp =
+    "Workers connected to this server: kind=remote are TCP connections past the handshake "
+    "(authenticated when a worker secret is set), kind=embedded the server's own workers";
+
 struct TcpOptions {
   absl::Duration idle_timeout = absl::Seconds(60);
   absl::Duration handshake_timeout = absl::Seconds(10);
@@ -106,6 +119,9 @@ class TcpServerTransport final : public Transport {
     // Called when a connection that finished its handshake has closed (its
     // peer id is never used again): the node forgets that worker's claims.
     std::function<void(PeerId)> on_closed;
+    // Set: the gauge kConnectedWorkersSeries follows ready_connections()
+    // (the registry outlives the transport).
+    Metrics* metrics = nullptr;
   };
 
   // Binds and listens on `address` (a numeric IP or "localhost"; port 0
@@ -124,7 +140,8 @@ class TcpServerTransport final : public Transport {
   void close();
 
   std::uint16_t local_port() const;
-  std::size_t connections() const;  // open or handshaking
+  std::size_t connections() const;        // open or handshaking
+  std::size_t ready_connections() const;  // past the handshake (authenticated)
   // Data frames read (delivered, or dropped for want of a handler).
   std::uint64_t received() const;
 
