@@ -13,7 +13,7 @@ PACKAGES=(
   libpq-dev postgresql
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format
-  tzdata curl
+  tzdata curl jq
 )
 
 missing=()
