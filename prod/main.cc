@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "             their runs and occurrence ledger (over the HTTP API)\n"
     "  apply      make the server's jobs what a JSON file says (--dry-run, --prune)\n"
     "  cluster    show the cluster: nodes, shard leaders, epochs\n"
+    "  migrate    upgrade the store's schema to this binary's (--dry-run)\n"
     "  help       show this text\n"
     "\n"
     "Run `kairos <command> --help` for a command's options.\n"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   if (cmd == "job") return kairos::cli::job_command(argc - 1, argv + 1);
   if (cmd == "apply") return kairos::cli::apply_command(argc - 1, argv + 1);
   if (cmd == "cluster") return kairos::cli::cluster_command(argc - 1, argv + 1);
+  if (cmd == "migrate") return kairos::cli::migrate_command(argc - 1, argv + 1);
   std::fprintf(stderr, "kairos: unknown command '%s'\n\n%s", argv[1], kUsage);
   return 2;
 }

@@ -2,6 +2,7 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <cstdint>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -333,6 +334,50 @@ json::object string_pairs(const std::vector<std::pair<std::string, std::string>>
   return o;
 }
 
+// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points above U+10FFFF): what a JSON string must hold.
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    } else if (b >= 0xc2 && b <= 0xdf) {
+      n = 1;
+      cp = b & 0x1f;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      n = 2;
+      cp = b & 0x0f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      n = 3;
+      cp = b & 0x07;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= n) return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+// Text for a JSON string of an error: as it is when it is UTF-8, else with
+// every byte beyond printable ASCII escaped (excerpt's \xNN), so an error
+// that quotes hostile input is still valid JSON.
+std::string json_text(std::string_view s) {
+  return valid_utf8(s) ? std::string(s) : excerpt(s, s.size());
+}
+
 }  // namespace
 
 absl::Status field_error(std::string_view field, std::string_view message) {
@@ -396,8 +441,8 @@ int http_status(absl::StatusCode code) {
 json::object error_body(std::string_view code, std::string_view message, std::string_view field) {
   json::object e;
   e["code"] = code;
-  e["message"] = message;
-  if (!field.empty()) e["field"] = field;
+  e["message"] = json_text(message);
+  if (!field.empty()) e["field"] = json_text(field);
   json::object o;
   o["error"] = std::move(e);
   return o;

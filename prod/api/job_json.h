@@ -54,6 +54,9 @@ absl::Status with_field(absl::Status status, std::string_view field);
 std::string_view error_code(absl::StatusCode code);
 int http_status(absl::StatusCode code);
 // {"error": {"code", "message", "field"?}}. `code` is the contract's name.
+// A message or field that is not UTF-8 (it quotes hostile input) has every
+// byte beyond printable ASCII escaped (\xNN, as excerpt() does): the body is
+// always valid JSON.
 boost::json::object error_body(std::string_view code, std::string_view message,
                                std::string_view field = {});
 boost::json::object error_body(const absl::Status& status);

@@ -13,5 +13,6 @@ int worker_command(int argc, char** argv);
 int job_command(int argc, char** argv);
 int apply_command(int argc, char** argv);
 int cluster_command(int argc, char** argv);
+int migrate_command(int argc, char** argv);
 
 }  // namespace kairos::cli

@@ -60,15 +60,13 @@ std::optional<std::size_t> parse_size(std::string_view text) {
   return value * multiplier;
 }
 
-std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags) {
-  FlagTable table("kairos server", kSynopsis, kDescription);
-  table.config_flag();
+void add_store_flags(FlagTable& table, std::string* data_dir, std::string* store) {
   table.add({"data-dir", "DIR", "none", "the data directory: the LMDB store and job records",
-             set_string(&flags.data_dir)});
+             set_string(data_dir)});
   table.add({"store", "lmdb:DIR", "lmdb:DATA_DIR",
              "the store; lmdb:DIR is the embedded LMDB store in DIR\n"
              "(postgresql:// arrives with cluster mode)",
-             [&flags](std::string_view v) {
+             [store](std::string_view v) {
                if (v.starts_with("postgresql://") || v.starts_with("postgres://"))
                  return absl::InvalidArgumentError(
                      "the PostgreSQL store is not in this build yet (it arrives with cluster "
@@ -76,9 +74,28 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
                if (!v.starts_with("lmdb:") || v.size() == 5)
                  return absl::InvalidArgumentError(
                      absl::StrCat("expected lmdb:DIR, got '", excerpt(v), "'"));
-               flags.store = std::string(v);
+               *store = std::string(v);
                return absl::OkStatus();
              }});
+}
+
+absl::StatusOr<std::string> store_directory(const std::string& data_dir, const std::string& store) {
+  if (!store.empty()) {
+    const std::string dir = store.substr(5);
+    if (!data_dir.empty() && data_dir != dir)
+      return absl::InvalidArgumentError(
+          "flags --store and --data-dir name different directories; give one of them");
+    return dir;
+  }
+  if (!data_dir.empty()) return data_dir;
+  return absl::InvalidArgumentError(
+      "flag --data-dir is required (or --store lmdb:DIR; see --help)");
+}
+
+std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags) {
+  FlagTable table("kairos server", kSynopsis, kDescription);
+  table.config_flag();
+  add_store_flags(table, &flags.data_dir, &flags.store);
   table.add({"map-size", "BYTES", "64M",
              "initial LMDB map size, at least 1048576 = 1M; it grows on\ndemand; suffixes K, M, G",
              [&flags](std::string_view v) {
@@ -171,17 +188,9 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
        }});
   if (auto code = table.parse(argc, argv)) return code;
 
-  if (!flags.store.empty()) {
-    const std::string dir = flags.store.substr(5);
-    if (!flags.data_dir.empty() && flags.data_dir != dir)
-      return table.usage_error(
-          "flags --store and --data-dir name different directories; give one of them");
-    flags.lmdb_dir = dir;
-  } else if (!flags.data_dir.empty()) {
-    flags.lmdb_dir = flags.data_dir;
-  } else {
-    return table.usage_error("flag --data-dir is required (or --store lmdb:DIR; see --help)");
-  }
+  auto lmdb_dir = store_directory(flags.data_dir, flags.store);
+  if (!lmdb_dir.ok()) return table.usage_error(std::string(lmdb_dir.status().message()));
+  flags.lmdb_dir = *std::move(lmdb_dir);
   if (flags.data_dir.empty()) flags.data_dir = flags.lmdb_dir;
   if (table.given("demo-every") && !flags.demo)
     return table.usage_error("flag --demo-every: only meaningful with --demo");

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
 #include "prod/api/api_service.h"
@@ -46,6 +47,14 @@ inline constexpr std::uint32_t kMaxLocalWorkers = 64;
 // Parses argv (argv[0] is "server"): std::nullopt to go on, else the exit code
 // (0 after --help; 2 after a usage error, already printed, naming the flag).
 std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags);
+
+// The store flags of `kairos server` and `kairos migrate`: --data-dir DIR and
+// --store lmdb:DIR (a postgresql:// store is refused: cluster mode is not in
+// this build).
+void add_store_flags(FlagTable& table, std::string* data_dir, std::string* store);
+// The LMDB directory the two flags name (they must agree; one is required),
+// or an error message for the usage line.
+absl::StatusOr<std::string> store_directory(const std::string& data_dir, const std::string& store);
 
 // Node ids appear in every log line and leader record: 1..200 printable
 // ASCII characters without spaces, quotes, '=' or '\'.

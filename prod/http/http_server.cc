@@ -16,6 +16,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/text.h"
 #include "prod/api/job_json.h"
+#include "prod/http/request_path.h"
 
 namespace kairos::http {
 namespace asio = boost::asio;
@@ -300,8 +301,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto server = server_.lock();
     if (!server || server->stopped) return;
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(server->options.max_header_bytes));
-    parser_->body_limit(server->options.max_body_bytes);
+    limit_parser(*parser_, server->options);
     route_ = "unmatched";
     stream_.expires_after(to_chrono(server->options.header_timeout));
     bhttp::async_read_header(
@@ -312,41 +312,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_head(beast::error_code ec) {
     auto server = server_.lock();
     if (!server || server->stopped) return;
-    if (ec == bhttp::error::body_limit) return body_too_large(server->options.max_body_bytes);
-    if (ec == bhttp::error::header_limit)
-      return fail(431, "invalid_argument", "the request head is too large");
-    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted || ec == asio::error::eof ||
-        ec == asio::error::connection_reset)
-      return close();
-    if (ec) return fail(400, "invalid_argument", absl::StrCat("malformed request: ", ec.message()));
+    if (ec) return fail_read(ec, /*in_head=*/true, server->options);
     const auto& head = parser_->get();
-    const std::string_view target(head.target().data(), head.target().size());
-    const std::string_view path = target.substr(0, target.find('?'));
-    const TokenSet* tokens = server->options.tokens ? &*server->options.tokens : nullptr;
-    const auto& options = server->options;
-    if (needs_token(path, tokens) && !(options.public_path && options.public_path(path))) {
-      const auto auth = head[bhttp::field::authorization];
-      if (!tokens->accepts(std::string_view(auth.data(), auth.size()))) {
-        std::optional<std::string> refusal;
-        if (options.session_auth) {
-          Request probe;
-          probe.method = std::string(head.method_string());
-          probe.target = std::string(target);
-          probe.path = std::string(path);
-          for (const auto& field : head)
-            probe.headers.emplace_back(std::string(field.name_string()),
-                                       std::string(field.value()));
-          refusal = options.session_auth(probe);
-        }
-        if (!refusal || !refusal->empty())
-          return fail(
-              401, "unauthenticated",
-              refusal ? *refusal : "missing or wrong bearer token (Authorization: Bearer <token>)");
-      }
-    }
-    const auto expect = head[bhttp::field::expect];
-    if (iequals(std::string_view(expect.data(), expect.size()), "100-continue")) {
+    if (auto refused = check_head(head, server->options)) return write(std::move(*refused), true);
+    if (expects_continue(head)) {
       auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
                                                                        head.version());
       stream_.expires_after(to_chrono(server->options.body_timeout));
@@ -360,10 +329,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     read_body();
   }
 
-  // 413, from the head's Content-Length or while the body is read.
-  void body_too_large(std::size_t limit) {
-    fail(413, "payload_too_large",
-         absl::StrCat("the request body is larger than ", limit, " bytes"));
+  // Answers a failed read (and closes), or just closes.
+  void fail_read(beast::error_code ec, bool in_head, const HttpServerOptions& options) {
+    if (auto answer = read_failure_answer(ec, in_head, options))
+      return write(std::move(*answer), true);
+    close();
   }
 
   void read_body() {
@@ -378,19 +348,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_body(beast::error_code ec) {
     auto server = server_.lock();
     if (!server || server->stopped) return;
-    if (ec == bhttp::error::body_limit) return body_too_large(server->options.max_body_bytes);
-    if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return close();
-    if (ec) return fail(400, "invalid_argument", absl::StrCat("malformed request: ", ec.message()));
+    if (ec) return fail_read(ec, /*in_head=*/false, server->options);
     stream_.expires_never();
     auto& message = parser_->get();
     keep_alive_ = message.keep_alive();
-    Request request;
-    request.method = std::string(message.method_string());
-    request.target = std::string(message.target());
-    request.path = request.target.substr(0, request.target.find('?'));
-    for (const auto& field : message)
-      request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-    request.body = std::move(message.body());
+    Request request = to_request(message);
     // The answer holds the connection open until it comes (a node call
     // answers within its bounded retries, or is dropped when the node stops).
     Response error;
@@ -402,26 +364,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  // Answers and closes: the rest of the request is not read.
-  void fail(int status, std::string_view code, std::string_view message) {
-    write(error_response(status, code, message), true);
-  }
-
   void write(Response r, bool close_after) {
     auto server = server_.lock();
     if (!server || server->stopped || writing_) return;
     writing_ = true;
     server->answered(route_, r.status);
-    auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
-    res->version(11);
-    res->result(static_cast<unsigned>(r.status));
-    res->reason(status_reason(r.status));
-    res->set(bhttp::field::content_type, r.content_type);
-    for (const auto& [k, v] : r.headers) res->set(k, v);
-    res->body() = std::move(r.body);
     const bool keep = keep_alive_ && !close_after;
-    res->keep_alive(keep);
-    res->prepare_payload();
+    auto res = std::make_shared<ResponseMessage>(to_message(std::move(r), keep));
     stream_.expires_after(to_chrono(server->options.body_timeout));
     bhttp::async_write(stream_, *res,
                        [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
@@ -517,6 +466,83 @@ std::string route_request(const Router& router, Request& request, Reply reply) {
   }
   route->handler(request, std::move(reply));
   return route->name;
+}
+
+void limit_parser(RequestParser& parser, const HttpServerOptions& options) {
+  parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+  parser.body_limit(options.max_body_bytes);
+}
+
+std::optional<Response> read_failure_answer(const beast::error_code& ec, bool in_head,
+                                            const HttpServerOptions& options) {
+  // 413, from the head's Content-Length or while the body is read.
+  if (ec == bhttp::error::body_limit)
+    return error_response(
+        413, "payload_too_large",
+        absl::StrCat("the request body is larger than ", options.max_body_bytes, " bytes"));
+  if (in_head && ec == bhttp::error::header_limit)
+    return error_response(431, "invalid_argument", "the request head is too large");
+  if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return std::nullopt;
+  if (in_head && (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+                  ec == asio::error::connection_reset))
+    return std::nullopt;
+  return error_response(400, "invalid_argument", absl::StrCat("malformed request: ", ec.message()));
+}
+
+std::optional<Response> check_head(const RequestParser::value_type& head,
+                                   const HttpServerOptions& options) {
+  const std::string_view target(head.target().data(), head.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const TokenSet* tokens = options.tokens ? &*options.tokens : nullptr;
+  if (!needs_token(path, tokens) || (options.public_path && options.public_path(path)))
+    return std::nullopt;
+  const auto auth = head[bhttp::field::authorization];
+  if (tokens->accepts(std::string_view(auth.data(), auth.size()))) return std::nullopt;
+  // No bearer token: a session (the dashboard's cookie) may stand in; the
+  // hook answers "" to accept, a reason to refuse, nullopt for no session.
+  std::optional<std::string> refusal;
+  if (options.session_auth) {
+    Request probe;
+    probe.method = std::string(head.method_string());
+    probe.target = std::string(target);
+    probe.path = std::string(path);
+    for (const auto& field : head)
+      probe.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    refusal = options.session_auth(probe);
+  }
+  if (refusal && refusal->empty()) return std::nullopt;
+  return error_response(
+      401, "unauthenticated",
+      refusal ? *refusal : "missing or wrong bearer token (Authorization: Bearer <token>)");
+}
+
+bool expects_continue(const RequestParser::value_type& head) {
+  const auto expect = head[bhttp::field::expect];
+  return iequals(std::string_view(expect.data(), expect.size()), "100-continue");
+}
+
+Request to_request(RequestParser::value_type& message) {
+  Request request;
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  request.path = request.target.substr(0, request.target.find('?'));
+  for (const auto& field : message)
+    request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  request.body = std::move(message.body());
+  return request;
+}
+
+ResponseMessage to_message(Response r, bool keep_alive) {
+  ResponseMessage res;
+  res.version(11);
+  res.result(static_cast<unsigned>(r.status));
+  res.reason(status_reason(r.status));
+  res.set(bhttp::field::content_type, r.content_type);
+  for (const auto& [k, v] : r.headers) res.set(k, v);
+  res.body() = std::move(r.body);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  return res;
 }
 
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Router router)

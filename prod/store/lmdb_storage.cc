@@ -499,28 +499,73 @@ std::string foreign_lmdb_message(const std::string& path, std::string_view why) 
       path, absl_sv(why));
 }
 
+int put_version(MDB_txn* txn, MDB_dbi meta, std::uint32_t version) {
+  const std::string text = std::to_string(version);
+  MDB_val k = to_val(kMetaSchemaVersionKey), v = to_val(text);
+  return mdb_put(txn, meta, &k, &v, 0);
+}
+
 // Puts the format marker and schema version of a new store.
-int put_marker(MDB_txn* txn, MDB_dbi meta, std::string_view* failed) {
-  const std::string version = std::to_string(kLmdbSchemaVersion);
+int put_marker(MDB_txn* txn, MDB_dbi meta, std::uint32_t version, std::string_view* failed) {
   MDB_val k = to_val(kMetaFormatKey), v = to_val(kMetaFormatValue);
   int rc = mdb_put(txn, meta, &k, &v, 0);
   if (rc != 0) {
     *failed = "mdb_put (format marker)";
     return rc;
   }
-  k = to_val(kMetaSchemaVersionKey);
-  v = to_val(version);
-  rc = mdb_put(txn, meta, &k, &v, 0);
+  rc = put_version(txn, meta, version);
   if (rc != 0) *failed = "mdb_put (schema version)";
   return rc;
 }
 
+// The steps of `schema` that take a store at `version` to schema.version,
+// in order; an error when the store is older than the first step.
+absl::StatusOr<std::span<const LmdbMigrationStep>> steps_from(const std::string& path,
+                                                              const LmdbSchema& schema,
+                                                              std::uint32_t version) {
+  const std::uint32_t oldest = schema.steps.empty() ? schema.version : schema.steps.front().from;
+  if (version < oldest)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "data directory %s has store schema version %d, older than the oldest this kairos "
+        "binary migrates from (%d); migrate it with an older kairos first",
+        path, version, oldest));
+  return schema.steps.subspan(version - oldest);
+}
+
+// A schema that breaks LmdbSchema's rules is a bug in the binary.
+void check_schema(const LmdbSchema& schema) {
+  KAIROS_CHECK_MSG(schema.version > 0, "LmdbSchema: version 0");
+  for (std::size_t i = 0; i < schema.steps.size(); ++i) {
+    const LmdbMigrationStep& step = schema.steps[i];
+    KAIROS_CHECK_MSG(step.apply != nullptr && step.from > 0, "LmdbSchema: a step without apply");
+    const std::uint32_t expected =
+        schema.version - static_cast<std::uint32_t>(schema.steps.size() - i);
+    KAIROS_CHECK_MSG(step.from == expected, "LmdbSchema: steps not consecutive up to the version");
+  }
+}
+
+std::string step_line(const LmdbMigrationStep& step) {
+  return absl::StrFormat("v%d -> v%d: %s", step.from, step.from + 1, absl_sv(step.what));
+}
+
 }  // namespace
 
+const LmdbSchema& CurrentLmdbSchema() {
+  static const LmdbSchema schema = [] {
+    const LmdbSchema s{kLmdbSchemaVersion, {}};
+    check_schema(s);
+    return s;
+  }();
+  return schema;
+}
+
 // Opens the environment in the locked, classified directory and identifies
-// (or, when new, creates) the store in one write transaction.
-absl::Status LmdbStorage::OpenEnv(const LmdbOptions& options, Env& env) {
+// (or, when new and serving, creates) the store in one write transaction;
+// for the other purposes, plans, migrates or sets the version in it.
+absl::Status LmdbStorage::OpenEnv(const LmdbOptions& options, const Purpose& purpose, Env& env) {
   const std::string& path = options.path;
+  const LmdbSchema& schema = options.schema != nullptr ? *options.schema : CurrentLmdbSchema();
+  check_schema(schema);
   int rc = mdb_env_create(&env.env);
   if (rc != 0) return LmdbError("mdb_env_create", rc);
   if ((rc = mdb_env_set_maxdbs(env.env, 4)) != 0) return LmdbError("mdb_env_set_maxdbs", rc);
@@ -558,13 +603,17 @@ absl::Status LmdbStorage::OpenEnv(const LmdbOptions& options, Env& env) {
     if (st.ms_entries > 0)
       return absl::FailedPreconditionError(
           foreign_lmdb_message(path, "no Kairos metadata database"));
+    if (purpose.kind != Purpose::kServe)
+      return absl::NotFoundError(absl::StrFormat(
+          "data directory %s holds no Kairos store (its creation never committed)", path));
     // A new store (or one whose creation never committed: nothing is lost).
     if ((rc = mdb_dbi_open(txn.get(), kMetaDbName, MDB_CREATE, &env.meta)) != 0)
       return store_error(path, "mdb_dbi_open (create meta)", rc);
     if ((rc = mdb_dbi_open(txn.get(), kDataDbName, MDB_CREATE, &env.data)) != 0)
       return store_error(path, "mdb_dbi_open (create data)", rc);
     std::string_view failed;
-    if ((rc = put_marker(txn.get(), env.meta, &failed)) != 0) return store_error(path, failed, rc);
+    if ((rc = put_marker(txn.get(), env.meta, schema.version, &failed)) != 0)
+      return store_error(path, failed, rc);
   } else if (rc == MDB_INCOMPATIBLE) {
     return absl::FailedPreconditionError(
         foreign_lmdb_message(path, "its main database holds plain records"));
@@ -589,13 +638,42 @@ absl::Status LmdbStorage::OpenEnv(const LmdbOptions& options, Env& env) {
     if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() || version == 0)
       return absl::DataLossError(absl::StrFormat(
           "data directory %s: unreadable schema version record '%s'", path, absl_sv(text)));
-    if (version > kLmdbSchemaVersion)
+    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, 0, &env.data)) != 0)
+      return store_error(path, "mdb_dbi_open (data)", rc);
+    if (purpose.kind == Purpose::kSetVersion) {
+      if ((rc = put_version(txn.get(), env.meta, purpose.set_version)) != 0)
+        return store_error(path, "mdb_put (schema version)", rc);
+    } else if (version > schema.version) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "data directory %s has store schema version %d, newer than this kairos binary "
           "supports (%d); run a newer kairos",
-          path, version, kLmdbSchemaVersion));
-    if ((rc = mdb_dbi_open(txn.get(), kDataDbName, 0, &env.data)) != 0)
-      return store_error(path, "mdb_dbi_open (data)", rc);
+          path, version, schema.version));
+    } else if (purpose.kind == Purpose::kServe) {
+      if (version < schema.version)
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "data directory %s has store schema version %d, older than this kairos binary's "
+            "(%d); back it up, then upgrade it with `kairos migrate --data-dir %s`",
+            path, version, schema.version, path));
+    } else {
+      KAIROS_ASSIGN_OR_RETURN(const std::span<const LmdbMigrationStep> steps,
+                              steps_from(path, schema, version));
+      LmdbMigrationReport& report = *purpose.report;
+      report.from = version;
+      report.to = schema.version;
+      for (const LmdbMigrationStep& step : steps) {
+        report.steps.push_back(step_line(step));
+        if (purpose.kind != Purpose::kMigrate) continue;
+        if (absl::Status s = step.apply(txn.get(), env.meta, env.data); !s.ok())
+          return absl::Status(
+              s.code(), absl::StrFormat("data directory %s: migration step %s failed: %s; the "
+                                        "store is unchanged (still version %d)",
+                                        path, step_line(step), s.message(), version));
+      }
+      if (purpose.kind == Purpose::kPlan || steps.empty()) return absl::OkStatus();  // no write
+      if ((rc = put_version(txn.get(), env.meta, schema.version)) != 0)
+        return store_error(path, "mdb_put (schema version)", rc);
+      report.written = true;
+    }
   }
   if ((rc = txn.commit()) != 0) return store_error(path, "mdb_txn_commit (open)", rc);
   return absl::OkStatus();
@@ -604,10 +682,37 @@ absl::Status LmdbStorage::OpenEnv(const LmdbOptions& options, Env& env) {
 absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions& options,
                                                                const Clock& clock, Timers& loop) {
   KAIROS_CHECK_MSG(options.max_batch > 0, "LmdbOptions::max_batch must be > 0");
+  KAIROS_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, OpenDirectory(options, Purpose{}));
+  return std::unique_ptr<LmdbStorage>(new LmdbStorage(options, clock, loop, std::move(env)));
+}
+
+absl::StatusOr<LmdbMigrationReport> LmdbStorage::Migrate(const LmdbOptions& options, bool dry_run) {
+  LmdbMigrationReport report;
+  Purpose purpose;
+  purpose.kind = dry_run ? Purpose::kPlan : Purpose::kMigrate;
+  purpose.report = &report;
+  KAIROS_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, OpenDirectory(options, purpose));
+  return report;
+}
+
+absl::Status LmdbStorage::SetSchemaVersionForTest(const LmdbOptions& options,
+                                                  std::uint32_t version) {
+  Purpose purpose;
+  purpose.kind = Purpose::kSetVersion;
+  purpose.set_version = version;
+  return OpenDirectory(options, purpose).status();
+}
+
+absl::StatusOr<std::unique_ptr<LmdbStorage::Env>> LmdbStorage::OpenDirectory(
+    const LmdbOptions& options, const Purpose& purpose) {
   KAIROS_CHECK_MSG(options.initial_map_size > 0, "LmdbOptions::initial_map_size must be > 0");
   const std::string& path = options.path;
   std::error_code ec;
   const fs::path dir(path);
+  // Only serving creates a store; the other purposes need one.
+  if (purpose.kind != Purpose::kServe && !fs::is_directory(dir, ec))
+    return absl::NotFoundError(
+        absl::StrFormat("data directory %s does not exist (no store to migrate)", path));
   // The directories this call creates, deepest first: removed again when
   // creating the store fails.
   std::vector<fs::path> made;
@@ -645,15 +750,19 @@ absl::StatusOr<std::unique_ptr<LmdbStorage>> LmdbStorage::Open(const LmdbOptions
     for (const fs::path& p : made) fs::remove(p, ec);       // only when empty
   };
   absl::StatusOr<DirState> state = classify_directory(path, lock_was_new);
+  if (state.ok() && *state == DirState::kNew && purpose.kind != Purpose::kServe)
+    state = absl::NotFoundError(
+        absl::StrFormat("data directory %s holds no Kairos store (no data.mdb)", path));
   if (!state.ok()) {
     undo(false);
     return state.status();
   }
-  if (absl::Status s = OpenEnv(options, *env); !s.ok()) {
+  if (absl::Status s = OpenEnv(options, purpose, *env); !s.ok()) {
     undo(*state == DirState::kNew);
     return s;
   }
-  return std::unique_ptr<LmdbStorage>(new LmdbStorage(options, clock, loop, std::move(env)));
+  if (purpose.kind != Purpose::kServe && lock_was_new) undo(false);  // leave no trace behind
+  return env;
 }
 
 LmdbStorage::LmdbStorage(LmdbOptions options, const Clock& clock, Timers& loop,

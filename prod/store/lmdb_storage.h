@@ -42,7 +42,18 @@
 // The meta database holds a format marker and the schema version (keys below,
 // defined only here). Open() refuses a directory that holds something else
 // (other files, or an LMDB environment without our marker) and a store with a
-// newer schema version, each with an error that says so.
+// newer or an older schema version, each with an error that says so (the
+// older one names `kairos migrate --data-dir DIR`).
+//
+// Schema migrations. The schema (LmdbSchema) is a version and the ordered
+// list of steps that bring an older store up to it, each step upgrading one
+// version to the next. Migrate() is the only way a version changes: it opens
+// the store as Open() does (lock, directory and file checks), and runs every
+// step from the store's version on, then writes the new version record, all
+// in ONE write transaction: a failing step leaves the store as it was. A
+// store at the current version is reported up to date and not written; a
+// newer one, or one older than the first step, is refused; a dry run reports
+// the plan and writes nothing. Migrate() never creates a store.
 //
 // New stores only where there was none. Open() creates a store only in a
 // missing directory or one with no trace of a store. A directory with a
@@ -87,6 +98,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -99,6 +111,7 @@
 #include "core/ports/timers.h"
 
 struct MDB_env;
+struct MDB_txn;
 
 namespace kairos {
 
@@ -121,8 +134,40 @@ inline constexpr const char* kJobRecordsDir = "running";
 // (tests use them); a new store that does not fit is not left behind.
 inline constexpr std::size_t kLmdbMinMapSize = std::size_t{1} << 20;
 
+// One migration step: upgrades a store at version `from` to from + 1. It
+// runs inside the migration's write transaction on the meta and data
+// databases (MDB_dbi handles); an error abandons the whole migration.
+struct LmdbMigrationStep {
+  std::uint32_t from = 0;
+  std::string_view what;  // one line for the plan `kairos migrate` prints
+  absl::Status (*apply)(MDB_txn* txn, unsigned meta_dbi, unsigned data_dbi) = nullptr;
+};
+
+// A schema: the version a binary writes and the steps up to it, in order,
+// consecutive, the last one's from + 1 == version (checked: a schema that
+// breaks this is a bug).
+struct LmdbSchema {
+  std::uint32_t version = 0;
+  std::span<const LmdbMigrationStep> steps;
+};
+
+// This binary's schema: kLmdbSchemaVersion, and its steps (none yet: version
+// 1 is the first schema; a step is added here with every new version).
+const LmdbSchema& CurrentLmdbSchema();
+
+// What Migrate() found and did.
+struct LmdbMigrationReport {
+  std::uint32_t from = 0;          // the store's version before
+  std::uint32_t to = 0;            // the version after (= from when up to date)
+  std::vector<std::string> steps;  // "v1 -> v2: what", in order
+  bool written = false;            // false: up to date, or a dry run
+};
+
 struct LmdbOptions {
   std::string path;  // the data directory
+  // The schema to serve or migrate to; null: CurrentLmdbSchema(). Tests
+  // give other schemas to exercise migrations.
+  const LmdbSchema* schema = nullptr;
   std::size_t initial_map_size = std::size_t{64} << 20;
   std::size_t max_map_size = 0;  // 0: grow without limit
   std::size_t max_batch = 4096;  // transactions per sync; 1 = sync per commit
@@ -140,6 +185,15 @@ class LmdbStorage final : public Storage {
   // read only while a body runs; SystemClock is). `loop` receives results.
   static absl::StatusOr<std::unique_ptr<LmdbStorage>> Open(const LmdbOptions& options,
                                                            const Clock& clock, Timers& loop);
+  // Upgrades the store in options.path to options.schema (see "Schema
+  // migrations"); with `dry_run`, only reports the plan. Errors: no store
+  // there (kNotFound), a newer or too old version (kFailedPrecondition), and
+  // Open()'s errors; a failing step's error names the step.
+  static absl::StatusOr<LmdbMigrationReport> Migrate(const LmdbOptions& options, bool dry_run);
+  // Tests only: overwrites the store's schema version record, whatever it
+  // was, to make a store of another version.
+  static absl::Status SetSchemaVersionForTest(const LmdbOptions& options, std::uint32_t version);
+
   ~LmdbStorage() override;
   LmdbStorage(const LmdbStorage&) = delete;
   LmdbStorage& operator=(const LmdbStorage&) = delete;
@@ -147,7 +201,9 @@ class LmdbStorage final : public Storage {
   void transact(TxnBody body, TxnDone done, TxnMode mode = TxnMode::kReadWrite) override;
 
   const std::string& path() const { return options_.path; }
-  std::uint32_t schema_version() const { return kLmdbSchemaVersion; }
+  std::uint32_t schema_version() const {
+    return options_.schema != nullptr ? options_.schema->version : kLmdbSchemaVersion;
+  }
 
   struct Stats {
     std::uint64_t transactions = 0;  // bodies finished (any outcome)
@@ -166,9 +222,18 @@ class LmdbStorage final : public Storage {
     bool finished = false;
   };
   class Env;
+  // Why the environment is opened: to serve (the version must be the
+  // schema's), to plan or run a migration, or to set the version (tests).
+  struct Purpose {
+    enum Kind { kServe, kPlan, kMigrate, kSetVersion } kind = kServe;
+    std::uint32_t set_version = 0;          // kSetVersion
+    LmdbMigrationReport* report = nullptr;  // kPlan, kMigrate
+  };
 
   LmdbStorage(LmdbOptions options, const Clock& clock, Timers& loop, std::unique_ptr<Env> env);
-  static absl::Status OpenEnv(const LmdbOptions& options, Env& env);
+  static absl::StatusOr<std::unique_ptr<Env>> OpenDirectory(const LmdbOptions& options,
+                                                            const Purpose& purpose);
+  static absl::Status OpenEnv(const LmdbOptions& options, const Purpose& purpose, Env& env);
   void writer_main();
   void run_batch(std::vector<Request>& batch);
   // Runs the unfinished read-write requests from `begin` on in one parent

@@ -1,25 +1,35 @@
 // fencing_sink: a small HTTP server that is the target of webhook jobs in the
 // e2e tests, following the HTTP pattern of docs/FENCING.md exactly (the
-// rules are in fencing_ledger.h).
+// rules are in fencing_ledger.h), with scripted paths for retry tests.
 //
 //   fencing_sink --state FILE [--listen ADDR:PORT] [--port-file FILE]
+//                [--answer PATH=S1,S2,...]... [--requests FILE]
 //
 // Listens on ADDR:PORT (default 127.0.0.1:0, an ephemeral port), writes the
 // port it got to --port-file (written whole, then renamed into place), and
 // after every request that changed the ledger writes the ledger's JSON to
 // --state the same way, so a reader never sees half a file. Every method and
 // path is a request to apply an effect except GET /state, which answers the
-// ledger's JSON. Requests are read with a 1 MiB body limit and a 10 s
-// deadline per connection; one loop, one thread. SIGTERM or SIGINT stops it
-// (exit 0). Bad flags: a message naming the flag, exit 2.
+// ledger's JSON, and the paths of --answer scripts (scripted_answers.h),
+// which answer their programmed statuses and leave the ledger alone. With
+// --requests, every request is recorded there (the whole file rewritten the
+// same way), one JSON object a line, in arrival order:
+//   {"at_ms": UNIX-MILLIS, "method": M, "target": T, "headers": {NAME: VALUE},
+//    "body": B, "status": ANSWERED}
+// Requests are read with a 1 MiB body limit and a 10 s deadline per
+// connection; one loop, one thread; at most 10000 requests are recorded.
+// SIGTERM or SIGINT stops it (exit 0). Bad flags: a message naming the flag,
+// exit 2.
 #include <signal.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -28,6 +38,7 @@
 #include <string_view>
 
 #include "tests/e2e/fencing_sink/fencing_ledger.h"
+#include "tests/e2e/fencing_sink/scripted_answers.h"
 
 namespace {
 
@@ -37,6 +48,9 @@ namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 using kairos::fencing_sink::Answer;
 using kairos::fencing_sink::FencingLedger;
+using kairos::fencing_sink::ScriptedAnswers;
+
+constexpr std::size_t kMaxRecorded = 10'000;
 
 // Writes `text` to `path` through a temporary file and a rename.
 bool write_whole(const std::string& path, const std::string& text) {
@@ -52,11 +66,34 @@ bool write_whole(const std::string& path, const std::string& text) {
 
 struct Sink {
   FencingLedger ledger;
+  ScriptedAnswers scripts;
   std::string state_path;
+  std::string requests_path;
+  std::string requests;  // the recorded lines
+  std::size_t recorded = 0;
 
   void persist() {
     if (!write_whole(state_path, boost::json::serialize(ledger.to_json()) + "\n"))
       std::cerr << "fencing_sink: cannot write " << state_path << "\n";
+  }
+
+  void record(const http::request<http::string_body>& req, int status) {
+    if (requests_path.empty() || recorded == kMaxRecorded) return;
+    ++recorded;
+    boost::json::object line;
+    line["at_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    line["method"] = std::string_view(req.method_string());
+    line["target"] = std::string_view(req.target());
+    boost::json::object headers;
+    for (const auto& field : req) headers[std::string_view(field.name_string())] = field.value();
+    line["headers"] = std::move(headers);
+    line["body"] = req.body();
+    line["status"] = status;
+    requests += boost::json::serialize(line) + "\n";
+    if (!write_whole(requests_path, requests))
+      std::cerr << "fencing_sink: cannot write " << requests_path << "\n";
   }
 };
 
@@ -78,7 +115,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void answer() {
     const auto& req = parser_->get();
     Answer a;
-    if (req.method() == http::verb::get && req.target() == "/state") {
+    if (const auto scripted = sink_.scripts.next(std::string_view(req.target()))) {
+      a = Answer{*scripted, "{\"scripted\":" + std::to_string(*scripted) + "}"};
+    } else if (req.method() == http::verb::get && req.target() == "/state") {
       a = Answer{200, boost::json::serialize(sink_.ledger.to_json())};
     } else {
       bool changed = false;
@@ -86,6 +125,7 @@ class Session : public std::enable_shared_from_this<Session> {
                               std::string_view(req["Kairos-Fencing-Token"]), req.body(), &changed);
       if (changed) sink_.persist();
     }
+    sink_.record(req, a.status);
     res_.version(11);
     res_.result(static_cast<unsigned>(a.status));
     res_.set(http::field::content_type, "application/json");
@@ -116,7 +156,8 @@ void accept(tcp::acceptor& acceptor, Sink& sink) {
 
 int usage(const std::string& why) {
   std::cerr << "fencing_sink: " << why
-            << "\nusage: fencing_sink --state FILE [--listen ADDR:PORT] [--port-file FILE]\n";
+            << "\nusage: fencing_sink --state FILE [--listen ADDR:PORT] [--port-file FILE]\n"
+               "                    [--answer PATH=S1,S2,...]... [--requests FILE]\n";
   return 2;
 }
 
@@ -128,13 +169,17 @@ int main(int argc, char** argv) {
   std::string port_file;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag != "--state" && flag != "--listen" && flag != "--port-file")
+    if (flag != "--state" && flag != "--listen" && flag != "--port-file" && flag != "--answer" &&
+        flag != "--requests")
       return usage("unknown flag '" + flag + "'");
     if (i + 1 >= argc) return usage(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--state") sink.state_path = value;
     if (flag == "--listen") listen = value;
     if (flag == "--port-file") port_file = value;
+    if (flag == "--requests") sink.requests_path = value;
+    std::string error;
+    if (flag == "--answer" && !sink.scripts.add(value, &error)) return usage("--answer: " + error);
   }
   if (sink.state_path.empty()) return usage("--state is required");
   const auto colon = listen.rfind(':');
@@ -162,6 +207,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   sink.persist();  // an empty ledger: the state file exists from the start
+  if (!sink.requests_path.empty() && !write_whole(sink.requests_path, "")) {
+    std::cerr << "fencing_sink: cannot write " << sink.requests_path << "\n";
+    return 1;
+  }
   if (!port_file.empty() &&
       !write_whole(port_file, std::to_string(acceptor.local_endpoint().port()) + "\n")) {
     std::cerr << "fencing_sink: cannot write " << port_file << "\n";
