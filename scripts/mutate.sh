@@ -50,6 +50,8 @@
 #   --fail-on-survivor   exit 1 when a mutant survives
 #   --stop-at TIME       start no mutant after TIME (date -d syntax, UTC); the
 #                        rest count as "not-run"
+#   --in-order           run in the order of the selection (default: by file
+#                        and line, so that one translation unit rebuilds)
 # Env: MUTATE_SCENARIOS (space-separated scenario files; default every
 # scenario but the three heavy ones named below), MUTATE_TIMEOUT_FACTOR
 # (a step may take this many times the unmutated build's time plus 60 s
@@ -71,7 +73,7 @@ EQUIV=sim/mutants/equivalent.txt
 HEAVY='day-in-the-life.scenario|day-in-the-life-1h.scenario|hundred-thousand-due-at-once.scenario'
 
 list_only=0 sample="" rnd_k="" rnd_seed="" limit="" files_glob="" jobs=1 swarm=8 seeds=1
-build_dir=build/mutate out="" fail_on_survivor=0 stop_at=""
+build_dir=build/mutate out="" fail_on_survivor=0 stop_at="" in_order=0
 usage() { sed -n '/^# Usage:/,/^# Output:/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
   case $1 in
@@ -86,6 +88,7 @@ while (($#)); do
     --build-dir) build_dir=${2:?}; shift ;;
     --out) out=${2:?}; shift ;;
     --fail-on-survivor) fail_on_survivor=1 ;;
+    --in-order) in_order=1 ;;
     --stop-at) stop_at=$(date -u -d "${2:?}" +%s) || exit 2; shift ;;
     -h|--help) usage ;;
     *) echo "mutate: unknown option $1" >&2; usage ;;
@@ -387,7 +390,7 @@ fi
 
 mapfile -t ids < "$WORK/selected.txt"
 # Same file together: one translation unit recompiles per mutant.
-mapfile -t ids < <(printf '%s\n' "${ids[@]}" | sort -t: -k1,1 -k2,2n -k3,3n -s)
+((in_order)) || mapfile -t ids < <(printf '%s\n' "${ids[@]}" | sort -t: -k1,1 -k2,2n -k3,3n -s)
 total=${#ids[@]}
 echo "mutate: $total mutants; work directory $WORK; batch: swarm x $swarm, ${#scenarios[@]} scenarios x $seeds seeds, jobs $jobs"
 
@@ -417,12 +420,15 @@ for id in "${ids[@]}"; do
   fi
   mutated=$file
   cp "$WORK/mutant.cc" "$file"
+  t_build=$SECONDS
   if build "$WORK/log/build-$i.log"; then
+    t_build=$((SECONDS - t_build))
     restore
     cp "$build_dir/sim/kairos-sim" "$WORK/bin/$i"
     (
+      t_run=$SECONDS
       r=$(batch "$WORK/bin/$i" "$WORK/log/run-$i.log" "$WORK/budget" read)
-      printf '%s\t%s\t%s\n' "$id" "${r%% *}" "$(echo "$r" | cut -s -d' ' -f2-)" > "$WORK/res/$i"
+      printf "%s\t%s\t%s\t%s\n" "$id" "${r%% *}" "$(echo "$r" | cut -s -d" " -f2-)" "build ${t_build}s, batch $((SECONDS - t_run))s" > "$WORK/res/$i"
       rm -f "$WORK/bin/$i"
       printf '[%d/%d] %s %s\n' "$i" "$total" "$id" "$r"
     ) &
