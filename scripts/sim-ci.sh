@@ -9,7 +9,10 @@
 #   4. the determinism checks: seeds run twice in one build, and the release
 #      and sanitizer builds' trace hashes compared (first divergent record
 #      named on a mismatch);
-#   5. coverage: every mark of `--list-marks` hit somewhere in the batch.
+#   5. coverage: every mark of `--list-marks` hit somewhere in the batch;
+#   6. the mutation sample: every mutant of sim/mutants/ci-sample.txt must be
+#      killed by a short batch (scripts/mutate.sh; build/mutate, built on first
+#      use; SIM_CI_MUTANTS=0 skips it).
 # Exits non-zero on any failure; the last line is "N passed, M failed" over
 # every run and check. Expects the release build in build/release and the
 # sanitizer build in build/asan (scripts/test.sh builds both first); override
@@ -119,6 +122,19 @@ for m in $("$SIM" --list-marks); do
   if ! grep -q "^$m " "$OUT/marks"; then echo "coverage mark never hit: $m"; missing=1; fi
 done
 if [[ $missing -eq 0 ]]; then pass 1; echo "all $("$SIM" --list-marks | wc -l) required marks hit"; else fail 1 "coverage"; fi
+
+if [[ ${SIM_CI_MUTANTS:-1} != 0 ]]; then
+  step "mutation sample: every mutant of sim/mutants/ci-sample.txt killed"
+  # Mutates the kernel in place while one mutant builds (restored at once and
+  # on exit), in its own build directory; stops each batch at the first failure.
+  if scripts/mutate.sh --sample sim/mutants/ci-sample.txt --jobs "$JOBS" --fail-on-survivor \
+      --out "$OUT/mutate" > "$OUT/mutate.out" 2>&1; then
+    pass 1; grep "^mutate: killed" "$OUT/mutate.out"
+  else
+    fail 1 "a sampled mutant survived or did not build (see $OUT/mutate.out)"
+    grep -E "^(mutate:|  core/)" "$OUT/mutate.out" | tail -25
+  fi
+fi
 
 step "done"
 echo "outputs in $OUT"
