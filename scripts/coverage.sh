@@ -81,7 +81,12 @@ awk -v top="$TOP" '
     if (keep) { file = src; sub(/^.*core\/kernel\//, "", file); files[file] = 1 }
   }
   !keep { next }
-  /^function / { fn = $2; for (i = 3; i <= NF && $i != "called"; ++i) fn = fn " " $i; next }
+  /^function / {
+    fn = $2; for (i = 3; i <= NF && $i != "called"; ++i) fn = fn " " $i
+    gsub(/\(anonymous namespace\)/, "{anon}", fn)
+    lambda = fn ~ /::\{lambda/; sub(/\(.*$/, "", fn); if (lambda) fn = fn " (a lambda)"
+    next
+  }
   /^branch / && !/\(throw\)/ {
     total++; ftotal[file]++
     if ($3 == "taken" && $4 + 0 > 0) { taken++; ftaken[file]++ }
