@@ -81,6 +81,15 @@ awk -v top="$TOP" '
     if (keep) { file = src; sub(/^.*core\/kernel\//, "", file); files[file] = 1 }
   }
   !keep { next }
+  # A template instantiation opens with a dashed line and its name.
+  /^-+$/ { inst = 1; next }
+  inst && /^[^ ]/ && !/^(branch|call|function) / {
+    inst = 0; fn = $0; sub(/:$/, "", fn); sub(/^[^ (]* /, "", fn)
+    gsub(/\(anonymous namespace\)/, "{anon}", fn)
+    lambda = fn ~ /::\{lambda/; sub(/\(.*$/, "", fn); if (lambda) fn = fn " (a lambda)"
+    next
+  }
+  { inst = 0 }
   /^function / {
     fn = $2; for (i = 3; i <= NF && $i != "called"; ++i) fn = fn " " $i
     gsub(/\(anonymous namespace\)/, "{anon}", fn)
