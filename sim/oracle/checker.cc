@@ -481,6 +481,8 @@ constexpr RuleEntry kRules[] = {
     {inv::kCatchUpBounded, catch_up_bounded},
     {inv::kMisfireThreshold, misfire_threshold},
     {inv::kPriorityOrder, priority_order},
+    {inv::kOverlapReachesLimit, overlap_reaches_limit},
+    {inv::kAttemptsCounted, attempts_counted},
     {inv::kExecutionWithinLease, execution_within_lease},
     {inv::kExecutionsNeverOverlap, executions_never_overlap},
     {inv::kDeadlineInsideLease, deadline_inside_lease},

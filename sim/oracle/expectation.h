@@ -13,7 +13,13 @@
 //     `runs.cancelled` (runs in that state at the end), `runs.retried`
 //     (attempts put back to ready after a failure or timeout),
 //     `runs.manual` (manual runs created), `runs.max-active` (the most
-//     unfinished ready or leased runs one job had at once), and
+//     unfinished ready or leased runs one job had at once),
+//     `runs.lapsed-at-expiry` (lapses committed exactly at their lease's
+//     expiry), `leader.taken-at-expiry` (leaderships taken exactly at the
+//     previous record's expiry; not scoped by job), `runs.later-incarnation`
+//     (runs of a re-created job's later incarnations),
+//     `runs.finished-after-cancel` (runs that ended after their
+//     incarnation's cancel was answered: in flight at the cancel), and
 //     `ledger.OUTCOME` for every ledger outcome (`ledger.late`,
 //     `ledger.skipped_misfire`, ...: the occurrence decisions recorded with it).
 // A run counter may be scoped to the jobs of one job line (`job=K`,

@@ -28,9 +28,26 @@ constexpr OpName kOps[] = {
     {Expectation::Op::kLe, "<="}, {Expectation::Op::kGt, ">"},  {Expectation::Op::kGe, ">="},
 };
 
+// runs.lapsed-at-expiry, leader.taken-at-expiry, runs.later-incarnation and
+// runs.finished-after-cancel count what the workload's reach options exist
+// for: a lapse committed at the very microsecond its lease expired (store
+// clock), a shard's leadership taken anew (new holder or epoch) the instant
+// the previous record expired, runs of a job's later incarnation
+// (re-created under the same id), and runs that were still in flight when
+// their incarnation's cancel was answered (they finished after it).
 constexpr std::string_view kRunCounters[] = {
-    "runs.created",   "runs.granted", "runs.succeeded", "runs.failed",
-    "runs.cancelled", "runs.retried", "runs.manual",    "runs.max-active",
+    "runs.created",
+    "runs.granted",
+    "runs.succeeded",
+    "runs.failed",
+    "runs.cancelled",
+    "runs.retried",
+    "runs.manual",
+    "runs.lapsed-at-expiry",
+    "leader.taken-at-expiry",
+    "runs.later-incarnation",
+    "runs.finished-after-cancel",
+    "runs.max-active",
 };
 constexpr std::array kLedgerOutcomes = {
     LedgerOutcome::kFired,          LedgerOutcome::kLate,      LedgerOutcome::kMovedDst,
@@ -139,6 +156,34 @@ std::uint64_t run_counter(const History& h, const Replay& r, std::string_view fa
   if (fact == "runs.retried") {
     for (const PolicyFacts::Retry& x : r.policy.retries)
       if (in_scope(x.fact->job)) ++n;
+    return n;
+  }
+  if (fact == "runs.lapsed-at-expiry") {
+    for (const RunStep& s : r.run_steps)
+      if (in_scope(s.fact->job) && !s.created && s.before_state == RunState::kLeased &&
+          s.fact->state != RunState::kLeased && s.fact->last_end == AttemptEnd::kLapsed &&
+          s.fact->store_us == s.before_lease_expiry_us)
+        ++n;
+    return n;
+  }
+  if (fact == "leader.taken-at-expiry") {
+    for (const LeaderStep& s : r.leader_steps)
+      if (s.before.known() &&
+          (s.before.holder != s.fact->holder || s.before.epoch != s.fact->epoch) &&
+          s.fact->store_us == s.before.expiry_us)
+        ++n;
+    return n;
+  }
+  if (fact == "runs.finished-after-cancel") {
+    for (const RunStep& s : r.run_steps)
+      if (in_scope(s.fact->job) && !s.created && !is_terminal(s.before_state) &&
+          is_terminal(s.fact->state) && s.cancel_acked && s.commit->at > *s.cancel_acked)
+        ++n;
+    return n;
+  }
+  if (fact == "runs.later-incarnation") {
+    for (const RunStep& s : r.run_steps)
+      if (in_scope(s.fact->job) && s.created && s.fact->incarnation > 1) ++n;
     return n;
   }
   if (fact == "runs.max-active") {

@@ -41,6 +41,8 @@ inline constexpr std::string_view kOverlapRespected = "overlap-respected";
 inline constexpr std::string_view kCatchUpBounded = "catch-up-bounded";
 inline constexpr std::string_view kMisfireThreshold = "misfire-threshold";
 inline constexpr std::string_view kPriorityOrder = "priority-order";
+inline constexpr std::string_view kOverlapReachesLimit = "overlap-reaches-limit";
+inline constexpr std::string_view kAttemptsCounted = "attempts-counted";
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
@@ -96,12 +98,18 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kOverlapRespected,
                   "(P4) a job's unfinished runs never exceed what its overlap policy allows"},
     InvariantInfo{inv::kCatchUpBounded,
-                  "(P5) catch-up keeps at most catch_up_max of a backlog and starts one late run "
-                  "per spacing"},
+                  "(P5) catch-up keeps exactly catch_up_max of a backlog and starts one late run "
+                  "per spacing, no sooner and (fault-free) no later"},
     InvariantInfo{inv::kMisfireThreshold,
                   "(P6) on-time, late and misfire outcomes match the threshold and the policy"},
     InvariantInfo{inv::kPriorityOrder,
                   "(P7) a claim serves a shard's due runs starved-first, then by priority, FIFO"},
+    InvariantInfo{inv::kOverlapReachesLimit,
+                  "(P8) an occurrence is refused or queued for overlap only when its job has as "
+                  "many unfinished runs as the policy allows"},
+    InvariantInfo{inv::kAttemptsCounted,
+                  "(P9) the n-th grant of a run is attempt n (lapses and releases count), and a "
+                  "retryable failure ends a live job's run only on attempt max_attempts"},
     InvariantInfo{inv::kExecutionWithinLease,
                   "(T1) no attempt executes (true time) after its lease expired by the store's "
                   "clock, unless its worker was paused or its clock outside the bound"},

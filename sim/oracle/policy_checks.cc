@@ -648,12 +648,38 @@ void misfire_threshold(const History& h, const Replay& r, Findings& out) {
   });
 }
 
+namespace {
+
+absl::Duration cj_spacing(const Replay& r, JobKey k) {
+  const ClientJob* cj = r.policy.job(k);
+  return cj == nullptr ? absl::ZeroDuration() : cj->policy.catch_up_spacing;
+}
+
+// Whether no fault window, nor its after-effects (the settle bound), touches
+// the true-time span from `settle` before the store time `from_us` to the
+// store time `to_us`, both read on the clock of commit `commit` (its true
+// time less its store time).
+bool quiet_wait(const History& h, std::uint64_t commit, std::int64_t from_us, std::int64_t to_us) {
+  if (h.faults == nullptr) return true;
+  const StoreCommit& c = (*h.commits)[commit];
+  const absl::Duration offset = c.at - c.store_time;
+  const absl::Time from = absl::FromUnixMicros(from_us) + offset;
+  const absl::Time to = absl::FromUnixMicros(to_us) + offset;
+  for (const FaultWindow& w : *h.faults)
+    if (w.from <= to && w.to + h.bounds.settle >= from) return false;
+  return true;
+}
+
+}  // namespace
+
 // P5: catch-up starts at most one late run per spacing within a backlog, and
 // after a catch-up decision about a misfired occurrence at most catch_up_max
 // due occurrences remain undecided (the kept backlog). Where the rule can be
 // judged (judge_misfire), each decision keeps exactly the newest
 // catch_up_max of its due occurrences and runs the oldest of them, and the
-// next decision of a backlog waits catch_up_spacing.
+// next decision of a backlog waits catch_up_spacing -- no less, and, where
+// no fault touches the wait, no more than the spacing and the start bound:
+// so a backlog yields exactly its bound of runs at the documented spacing.
 void catch_up_bounded(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
@@ -687,6 +713,25 @@ void catch_up_bounded(const History& h, const Replay& r, Findings& out) {
                             time_text(was.next_nominal), " due: it waits the spacing, until ",
                             us_text(was.not_before_us), ", but was decided at ",
                             us_text(first->store_us), " (commit #", first->commit, ")"));
+      // The other side: the spacing is a wait, not a pause of the backlog.
+      // The occurrence's due entry stands at now + spacing, so where no
+      // fault (or its after-effects) touches the wait, the next decision of
+      // the job -- whatever it decides, by whichever body -- comes within
+      // the start bound of it (the leader's next ticks and one dispatch),
+      // as timeliness holds any due entry. A kernel that re-times the entry
+      // later (two spacings, a threshold) keeps a smaller share of its
+      // backlog than the bound says and is caught here.
+      const std::int64_t latest_us = was.not_before_us + absl::ToInt64Microseconds(h.bounds.start);
+      if (h.bounds.check_start && first->store_us > latest_us &&
+          quiet_wait(h, was.commit, was.now_us, latest_us))
+        report(h, out, k.first, "",
+               absl::StrCat(
+                   "the catch-up run decided at store time ", us_text(was.now_us), " (commit #",
+                   was.commit, ") left occurrence ", time_text(was.next_nominal), " due until ",
+                   us_text(was.not_before_us), " (spacing ", absl::FormatDuration(cj_spacing(r, k)),
+                   "); with no fault since, the job's next decision is due by ", us_text(latest_us),
+                   " (start bound ", absl::FormatDuration(h.bounds.start), ") but came at ",
+                   us_text(first->store_us), " (commit #", first->commit, ")"));
       spaced.erase(prev);
     }
     if (!verdict.judged) return;

@@ -463,6 +463,7 @@ struct ParseState {
   std::vector<int>& job_lines;
   std::vector<int>& control_lines;
   std::vector<int>& expect_lines;
+  std::vector<int>& cancel_lines;
 
   int number() const { return line.number; }
   absl::Status error(std::string_view what) const { return parser.error(line.number, what); }
@@ -550,12 +551,18 @@ absl::Status parse_timing(ParseState& p) {
   a.dur("lease", &t.lease);
   a.dur("job-timeout", &t.job_timeout);
   a.num("max-attempts", &t.max_attempts, 1, 100, "a count");
-  return a.finish();
+  a.dur("quantum", &t.quantum);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (t.quantum < absl::ZeroDuration() || t.quantum > absl::Seconds(10))
+    return p.error("timing: quantum: expected a duration in [0s, 10s] (0s: off)");
+  return absl::OkStatus();
 }
 void format_timing(const Scenario& s, std::string& out) {
   const Timing& t = s.timing;
   put(out, "timing poll=", format_duration(t.poll), " lease=", format_duration(t.lease),
-      " job-timeout=", format_duration(t.job_timeout), " max-attempts=", t.max_attempts);
+      " job-timeout=", format_duration(t.job_timeout), " max-attempts=", t.max_attempts,
+      t.quantum != absl::ZeroDuration() ? absl::StrCat(" quantum=", format_duration(t.quantum))
+                                        : std::string());
 }
 
 absl::Status parse_network(ParseState& p) {
@@ -727,12 +734,19 @@ absl::Status parse_cancel(ParseState& p) {
   Attrs a = p.attrs(1);
   a.num("count", &c.count, 1, 10000000, "a count");
   a.dur("at", &c.at);
+  a.num("job", &c.job, 1, 10000, "a job line number (1-based)");
+  a.opt_dur("recreate", &c.recreate_after);
   KAIROS_RETURN_IF_ERROR(a.finish());
   p.s.cancels.push_back(c);
+  p.cancel_lines.push_back(p.number());
   return absl::OkStatus();
 }
 void format_cancel(const Scenario& s, std::string& out) {
-  for (const auto& c : s.cancels) put(out, "cancel count=", c.count, " at=", format_duration(c.at));
+  for (const auto& c : s.cancels)
+    put(out, "cancel count=", c.count, " at=", format_duration(c.at),
+        c.job != 0 ? absl::StrCat(" job=", c.job) : std::string(),
+        c.recreate_after ? absl::StrCat(" recreate=", format_duration(*c.recreate_after))
+                         : std::string());
 }
 
 // The three job-control keywords share one list (in file order), so they are
@@ -963,7 +977,7 @@ constexpr Directive kDirectives[] = {
      true,
      parse_timing,
      format_timing,
-     "timing poll=500ms lease=20s job-timeout=1m max-attempts=5\n"},
+     "timing poll=500ms lease=20s job-timeout=1m max-attempts=5 quantum=250ms\n"},
     {{"network"},
      true,
      parse_network,
@@ -994,7 +1008,11 @@ constexpr Directive kDirectives[] = {
      "job once count=100 within=1h\n"
      "job interval count=5 every=1m30s overlap=queue retry=2s..1m jitter=30 timeout=45s "
      "permanent-fail=5\n"},
-    {{"cancel"}, false, parse_cancel, format_cancel, "cancel count=2 at=30m\n"},
+    {{"cancel"},
+     false,
+     parse_cancel,
+     format_cancel,
+     "cancel count=2 at=30m\ncancel count=1 at=40m recreate=30s\n"},
     {{"pause", "reschedule", "trigger"},
      false,
      parse_control,
@@ -1048,7 +1066,7 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
   Scenario s;
   std::set<std::string> seen_once;
   std::vector<std::pair<int, std::string>> selectors;
-  std::vector<int> job_lines, control_lines, expect_lines;
+  std::vector<int> job_lines, control_lines, expect_lines, cancel_lines;
   int number = 0;
   for (absl::string_view raw : absl::StrSplit(absl_sv(text), '\n')) {
     ++number;
@@ -1061,7 +1079,8 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
           number, absl::StrCat("unknown directive \"", d, "\"; expected one of ", keyword_list()));
     if (directive->once && !seen_once.insert(d).second)
       return parser.error(number, absl::StrCat(d, ": given twice"));
-    ParseState state{parser, line, d, s, selectors, job_lines, control_lines, expect_lines};
+    ParseState state{parser,        line,         d,           s, selectors, job_lines,
+                     control_lines, expect_lines, cancel_lines};
     KAIROS_RETURN_IF_ERROR(directive->parse(state));
   }
   for (const auto& [line, sel] : selectors)
@@ -1084,6 +1103,17 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
     if (!s.jobs[c.job - 1].recurring())
       return parser.error(control_lines[i],
                           absl::StrCat(what, "job line ", c.job,
+                                       " is a one-off; expected a cron or interval job line"));
+  }
+  for (std::size_t i = 0; i < s.cancels.size(); ++i) {
+    const CancelSpec& c = s.cancels[i];
+    if (c.job == 0) continue;
+    if (c.job > s.jobs.size())
+      return parser.error(cancel_lines[i], absl::StrCat("cancel: job: the file has ", s.jobs.size(),
+                                                        " job lines, no job line ", c.job));
+    if (!s.jobs[c.job - 1].recurring())
+      return parser.error(cancel_lines[i],
+                          absl::StrCat("cancel: job: job line ", c.job,
                                        " is a one-off; expected a cron or interval job line"));
   }
   for (std::size_t i = 0; i < s.expectations.size(); ++i)

@@ -57,6 +57,15 @@ struct Timing {
   absl::Duration lease = absl::Seconds(10);
   absl::Duration job_timeout = absl::Seconds(30);
   std::uint32_t max_attempts = 3;
+  // Time quantisation (`quantum=D`; 0: off): every random delay the world
+  // draws -- a message's network delay, the store's service time, a simulated
+  // run's duration -- and the workload's create and first-fire times are
+  // rounded up to a multiple of it. With the timing values and fault times on
+  // the grid too (and no clock offset or drift), commits, ticks and lease
+  // and leader expiries land on the same microseconds, so exact ties (a
+  // reaper at the very expiry, a renewal arriving at it, a leader taking a
+  // lease the instant it expires) are common instead of almost never.
+  absl::Duration quantum = absl::ZeroDuration();
   friend bool operator==(const Timing&, const Timing&) = default;
 };
 
@@ -98,9 +107,16 @@ struct JobSpec {
 // (normally drawn from [j.priority_min, j.priority_max]).
 kairos::JobPolicy job_policy(const JobSpec& j, const Timing& timing, std::int32_t priority);
 
+// `cancel count=N at=D [job=K] [recreate=D]`: cancels `count` distinct
+// recurring jobs (of job line `job`, 1-based; 0: of all); with `recreate`,
+// each is created again under the same id with the same spec that long
+// after its cancel was acknowledged -- a new incarnation while the old one's
+// leased runs may still be executing.
 struct CancelSpec {
   std::uint32_t count = 1;
   absl::Duration at = absl::ZeroDuration();
+  std::uint32_t job = 0;
+  std::optional<absl::Duration> recreate_after;
   friend bool operator==(const CancelSpec&, const CancelSpec&) = default;
 };
 

@@ -10,6 +10,7 @@
 #include "core/schedule/schedule.h"
 #include "sim/scenario/client_events.h"
 #include "sim/world/cluster.h"
+#include "sim/world/world.h"
 
 namespace kairos::sim {
 
@@ -22,7 +23,9 @@ namespace {
 absl::Duration longest_run(const Scenario& s, const JobRunProfile& run, const JobPolicy& policy) {
   const RunnerConfig c = apply_run_profile(job_payload(run), s.runner);
   absl::Duration d =
-      c.max_duration + (c.tail_permille != 0 ? c.tail_max : absl::ZeroDuration()) + s.sink.timeout;
+      on_grid(c.max_duration + (c.tail_permille != 0 ? c.tail_max : absl::ZeroDuration()),
+              s.timing.quantum) +
+      s.sink.timeout;
   if (c.hang_permille != 0 || d > policy.timeout) d = policy.timeout;
   return d;
 }
@@ -82,6 +85,7 @@ std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time 
 }
 
 Workload::Workload(const Scenario& s, absl::Time start, Random random) : random_(random) {
+  const absl::Duration quantum = s.timing.quantum;  // zero: every time as drawn
   std::vector<std::size_t> recurring;
   for (std::size_t spec_i = 0; spec_i < s.jobs.size(); ++spec_i) {
     const JobSpec& spec = s.jobs[spec_i];
@@ -96,25 +100,30 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random) : random_
           sch.kind = ScheduleSpec::Kind::kCron;
           sch.cron = spec.expr;
           sch.zone = spec.zone;
-          j.create_at = random_.duration_between(absl::ZeroDuration(), absl::Seconds(30));
+          j.create_at =
+              on_grid(random_.duration_between(absl::ZeroDuration(), absl::Seconds(30)), quantum);
           j.recurring = true;
           break;
         case JobSpec::Kind::kInterval:
           j.spec.id = absl::StrCat("every-", spec_i, "-", i);
           sch.kind = ScheduleSpec::Kind::kInterval;
           sch.every = spec.every;
-          j.create_at = random_.duration_between(absl::ZeroDuration(), absl::Seconds(30));
-          sch.start = start + j.create_at + random_.duration_between(absl::Seconds(1), spec.every);
+          j.create_at =
+              on_grid(random_.duration_between(absl::ZeroDuration(), absl::Seconds(30)), quantum);
+          sch.start = start + j.create_at +
+                      on_grid(random_.duration_between(absl::Seconds(1), spec.every), quantum);
           j.recurring = true;
           break;
         case JobSpec::Kind::kOnce: {
           j.spec.id = absl::StrCat("once-", spec_i, "-", i);
           sch.kind = ScheduleSpec::Kind::kOnce;
-          const absl::Duration due = random_.duration_between(absl::ZeroDuration(), spec.within);
+          const absl::Duration due =
+              on_grid(random_.duration_between(absl::ZeroDuration(), spec.within), quantum);
           sch.at = start + due;
-          j.create_at =
-              std::max(absl::ZeroDuration(),
-                       due - random_.duration_between(absl::ZeroDuration(), absl::Minutes(10)));
+          j.create_at = std::max(
+              absl::ZeroDuration(),
+              due - on_grid(random_.duration_between(absl::ZeroDuration(), absl::Minutes(10)),
+                            quantum));
           break;
         }
       }
@@ -132,9 +141,16 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random) : random_
   }
   const std::vector<std::size_t> all_recurring = recurring;
   for (const auto& c : s.cancels) {
-    for (std::uint32_t i = 0; i < c.count && !recurring.empty(); ++i) {
-      const std::size_t k = random_.below(recurring.size());
+    for (std::uint32_t i = 0; i < c.count; ++i) {
+      // Among the recurring jobs not cancelled yet (of job line c.job); with
+      // no line, the pool is all of them and the draw is below(size).
+      std::vector<std::size_t> pool;
+      for (std::size_t k = 0; k < recurring.size(); ++k)
+        if (c.job == 0 || jobs_[recurring[k]].line + 1 == c.job) pool.push_back(k);
+      if (pool.empty()) break;
+      const std::size_t k = pool[random_.below(pool.size())];
       cancels_.push_back({c.at, recurring[k]});
+      cancels_.back().recreate_after = c.recreate_after;
       jobs_[recurring[k]].cancel_requested = true;
       recurring.erase(recurring.begin() + static_cast<std::ptrdiff_t>(k));
     }
@@ -227,7 +243,10 @@ void Workload::start(NodeContext& ctx) {
     });
   }
   for (std::size_t i = 0; i < cancels_.size(); ++i) {
-    if (cancels_[i].acked) continue;
+    if (cancels_[i].acked) {
+      if (cancels_[i].recreate_after && !cancels_[i].again) arm_recreate(i);
+      continue;
+    }
     const std::uint64_t gen = generation_;
     ctx.timers.after(std::max(absl::ZeroDuration(), cancels_[i].at - elapsed), [this, i, gen] {
       if (gen == generation_) cancel(i);
@@ -285,12 +304,54 @@ void Workload::cancel(std::size_t index) {
     PlannedCancel& c = cancels_[index];
     if (!r.ok() || c.acked) return;
     c.acked = true;
+    c.acked_at = ctx_->world.now();
     const std::string& id = jobs_[c.job].spec.id;
     acked_cancels_.push_back({id, r->job.incarnation, ctx_->world.now()});
     Event e;
     e.at = ctx_->clock.now();
     e.kind = client_events::kCancelAcked;
     e.with("job", id).with("incarnation", r->job.incarnation);
+    ctx_->log.record(std::move(e));
+    if (c.recreate_after) arm_recreate(index);
+  });
+}
+
+void Workload::arm_recreate(std::size_t index) {
+  const PlannedCancel& c = cancels_[index];
+  const std::uint64_t gen = generation_;
+  const absl::Duration wait =
+      std::max(absl::ZeroDuration(), c.acked_at + *c.recreate_after - ctx_->world.now());
+  ctx_->timers.after(wait, [this, index, gen] {
+    if (gen == generation_) recreate(index);
+  });
+}
+
+// The cancelled job created again under its id with its spec: the kernel
+// makes a new incarnation over the tombstone (its token counter and ledger
+// go on), while the old incarnation's leased runs may still be executing.
+void Workload::recreate(std::size_t index) {
+  PlannedCancel& c = cancels_[index];
+  if (c.again) return;
+  const std::uint64_t gen = generation_;
+  NodeContext& ctx = *ctx_;
+  ctx.timers.after(kRetryAfter, [this, index, gen] {
+    if (gen == generation_ && !cancels_[index].again) recreate(index);
+  });
+  SchedulerNode* node = ctx.cluster.pick_scheduler(random_);
+  if (node == nullptr) return;
+  node->create_job(jobs_[c.job].spec, [this, index](absl::StatusOr<CreateResult> r) {
+    PlannedCancel& c = cancels_[index];
+    if (!r.ok() || c.again) return;  // errors: the retry timer sends it again
+    c.again = r->job;
+    const PlannedJob& job = jobs_[c.job];
+    client_jobs_.push_back({job.spec.id, r->job.incarnation, r->job.created_at, job.spec.policy,
+                            job.recurring, job.longest_run});
+    Event e;
+    e.at = ctx_->clock.now();
+    e.kind = client_events::kJobCreated;
+    e.with("job", job.spec.id)
+        .with("incarnation", r->job.incarnation)
+        .with("created_at", r->job.created_at);
     ctx_->log.record(std::move(e));
   });
 }
@@ -418,6 +479,19 @@ std::vector<Occurrence> Workload::expected(absl::Time until) const {
     const PlannedJob& j = jobs_[i];
     if (!j.acked || j.cancel_requested) continue;
     std::vector<Occurrence> mine = expected_occurrences(timeline(i), until);
+    out.insert(out.end(), std::make_move_iterator(mine.begin()),
+               std::make_move_iterator(mine.end()));
+  }
+  // A re-created job's new incarnation, from its creation on (when no
+  // control request was sent to the job: which incarnation it met is not
+  // known).
+  for (const PlannedCancel& c : cancels_) {
+    if (!c.again) continue;
+    JobTimeline t = timeline(c.job);
+    if (!t.reschedules.empty() || !t.pauses.empty()) continue;
+    t.incarnation = c.again->incarnation;
+    t.created_at = c.again->created_at;
+    std::vector<Occurrence> mine = expected_occurrences(t, until);
     out.insert(out.end(), std::make_move_iterator(mine.begin()),
                std::make_move_iterator(mine.end()));
   }

@@ -153,6 +153,11 @@ class Workload {
     absl::Duration at;
     std::size_t job;  // index into jobs_
     bool acked = false;
+    // Re-creation under the same id (`cancel ... recreate=D`): sent D after
+    // the cancel's answer, retried like a create until answered.
+    std::optional<absl::Duration> recreate_after;
+    absl::Time acked_at;             // true time of the cancel's answer
+    std::optional<JobRecord> again;  // what the re-creating create_job answered
   };
   enum class Op : std::uint8_t { kPause, kResume, kReschedule, kTrigger };
   enum class State : std::uint8_t { kPending, kAcked, kRefused, kDropped };
@@ -168,6 +173,9 @@ class Workload {
   static std::string_view name(Op op);
   void create(std::size_t job);
   void cancel(std::size_t index);
+  void recreate(std::size_t index);
+  // Arms the re-creation of cancel `index` (its cancel acknowledged).
+  void arm_recreate(std::size_t index);
   void control(std::size_t index);
   // A control request's answer: ok (with the job's incarnation and, for a
   // trigger, the run's nominal time) or an error.

@@ -20,6 +20,13 @@ enum class Role : std::uint8_t { kStore, kSink, kClient, kScheduler, kWorker };
 }
 
 namespace {
+// A component's configuration with the scenario's time quantum (on_grid).
+template <typename Config>
+Config with_quantum(Config c, absl::Duration quantum) {
+  c.quantum = quantum;
+  return c;
+}
+
 // A digest of an event from its fields, without formatting it.
 std::uint64_t event_digest(const Event& e) {
   std::uint64_t h = hash_bytes(e.kind);
@@ -84,8 +91,9 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
       bugs_(bugs),
       world_(seed, scenario.start),
       fault_random_(world_.random().fork()),
-      network_(world_, world_.random().fork(), scenario.network),
-      base_network_(scenario.network),
+      network_(world_, world_.random().fork(),
+               with_quantum(scenario.network, scenario.timing.quantum)),
+      base_network_(with_quantum(scenario.network, scenario.timing.quantum)),
       base_sink_(scenario.sink),
       starvation_bound_(scheduler_config(scenario, "x").policy.starvation_bound) {
   auto add = [&](std::string name, Role role, std::uint32_t index) {
@@ -111,7 +119,8 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
     workers_.push_back(add(absl::StrCat("worker-", i + 1), Role::kWorker, i));
 
   store_ = std::make_unique<StoreService>(world_, network_, store_node, *nodes_[store_node]->clock,
-                                          world_.random().fork(), scenario.store);
+                                          world_.random().fork(),
+                                          with_quantum(scenario.store, scenario.timing.quantum));
   store_->set_commit_observer([this](const StoreCommit& c, const std::vector<WriteOp>& ops) {
     std::vector<RunFact>& runs = facts_.mutable_runs();
     const std::size_t before = runs.size();
@@ -134,8 +143,9 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
   worker_factory_ = make_worker_process;
   for (NodeId w : workers_) {
     Node& n = *nodes_[w];
-    n.runner = std::make_unique<SimRunner>(world_, w, *n.timers, *n.clock, *sink_,
-                                           world_.random().fork(), scenario.runner);
+    n.runner =
+        std::make_unique<SimRunner>(world_, w, *n.timers, *n.clock, *sink_, world_.random().fork(),
+                                    with_quantum(scenario.runner, scenario.timing.quantum));
     n.runner->set_execution_observer([this, w](RunHandle h, const RunRequest& r, bool started) {
       on_execution(w, h, r, started);
     });

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/base/check.h"
+#include "sim/world/world.h"
 
 namespace kairos::sim {
 
@@ -51,10 +52,13 @@ Bounds timeliness_bounds(const Scenario& s) {
   const absl::Duration poll = s.timing.poll;
   // One store round trip: two network legs (with the slow tail when the
   // network has one), the service time and the group-commit wait.
+  // Under time quantisation each drawn delay is rounded up to the grid.
+  const absl::Duration q = s.timing.quantum;
   const absl::Duration leg =
-      s.network.max_delay +
-      (s.network.slow_permille != 0 ? s.network.slow_max : absl::ZeroDuration());
-  const absl::Duration rtt = 2 * leg + s.store.service_max + s.store.sync_interval;
+      on_grid(s.network.max_delay +
+                  (s.network.slow_permille != 0 ? s.network.slow_max : absl::ZeroDuration()),
+              q);
+  const absl::Duration rtt = 2 * leg + on_grid(s.store.service_max, q) + s.store.sync_interval;
   Bounds b;
   // Due -> first grant: the leader's next tick (its clock may run 10% slow),
   // a dispatch transaction, a claim served at once or at the serving node's
@@ -67,9 +71,11 @@ Bounds timeliness_bounds(const Scenario& s) {
   // One attempt: the job runs at most its timeout (or its longest duration
   // plus the sink's wait); the report needs a round trip after at most one
   // retry backoff.
-  absl::Duration job = s.runner.max_duration +
-                       (s.runner.tail_permille != 0 ? s.runner.tail_max : absl::ZeroDuration()) +
-                       s.sink.timeout;
+  absl::Duration job =
+      on_grid(s.runner.max_duration +
+                  (s.runner.tail_permille != 0 ? s.runner.tail_max : absl::ZeroDuration()),
+              q) +
+      s.sink.timeout;
   if (s.runner.hang_permille != 0 || job > s.timing.job_timeout) job = s.timing.job_timeout;
   b.attempt_overhead = b.start + l.rpc_timeout + w.retry_backoff_max + rtt + n.retry_backoff_max;
   const absl::Duration attempt = b.attempt_overhead + job;

@@ -94,7 +94,7 @@ absl::Duration SimNetwork::draw_delay(NodeId from, NodeId to) {
   absl::Duration d = random_.duration_between(config_.min_delay, config_.max_delay);
   if (config_.slow_permille != 0 && random_.chance(config_.slow_permille, 1000))
     d += random_.duration_between(absl::ZeroDuration(), config_.slow_max);
-  return d + extra_delay(from) + extra_delay(to);
+  return on_grid(d, config_.quantum) + extra_delay(from) + extra_delay(to);
 }
 
 void SimNetwork::send_message(NodeId from, NodeId to, std::string bytes) {

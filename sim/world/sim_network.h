@@ -48,6 +48,10 @@ struct NetworkConfig {
   std::uint32_t loss_permille = 0;
   std::uint32_t dup_permille = 0;
   std::uint32_t replay_permille = 0;
+  // Every drawn delay rounded up to a multiple of this (on_grid; 0: off).
+  // Set by the cluster from the scenario's `timing quantum=`, never written
+  // on the `network` line.
+  absl::Duration quantum = absl::ZeroDuration();
   friend bool operator==(const NetworkConfig&, const NetworkConfig&) = default;
 };
 

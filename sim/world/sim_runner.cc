@@ -83,6 +83,7 @@ RunHandle SimRunner::start(RunRequest request, std::function<void(RunOutcome)> d
   absl::Duration d = random_.duration_between(c.min_duration, c.max_duration);
   if (c.tail_permille != 0 && random_.chance(c.tail_permille, 1000))
     d += random_.duration_between(absl::ZeroDuration(), c.tail_max);
+  d = on_grid(d, c.quantum);
   if (!hang) a.work_timer = timers_.after(d, [this, h] { work_done(h); });
   a.deadline_timer = timers_.after(budget, [this, h] {
     auto it = active_.find(h);

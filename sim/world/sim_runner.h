@@ -54,6 +54,10 @@ struct RunnerConfig {
   std::uint32_t fail_permille = 0;
   std::uint32_t permanent_fail_permille = 0;
   std::uint32_t hang_permille = 0;
+  // A run's drawn duration rounded up to a multiple of this (on_grid; 0:
+  // off); from the scenario's `timing quantum=`, not written on the
+  // `runner` line.
+  absl::Duration quantum = absl::ZeroDuration();
   friend bool operator==(const RunnerConfig&, const RunnerConfig&) = default;
 };
 

@@ -214,7 +214,8 @@ void StoreService::arrive(Request request) {
     return;
   }
   const absl::Duration service =
-      random_.duration_between(config_.service_min, config_.service_max) + slowdown_;
+      on_grid(random_.duration_between(config_.service_min, config_.service_max), config_.quantum) +
+      slowdown_;
   world_.schedule_after(
       service, EventKind::kStoreCall, node_, request.id,
       [this, request = std::move(request)]() mutable { execute(std::move(request)); });

@@ -57,6 +57,9 @@ struct StoreConfig {
   absl::Duration client_timeout = absl::Seconds(1);
   absl::Duration connect_timeout = absl::Milliseconds(5);
   bool record_writes = true;  // keep every commit's operations (memory!)
+  // The service time rounded up to a multiple of this (on_grid; 0: off);
+  // from the scenario's `timing quantum=`, not written on the `store` line.
+  absl::Duration quantum = absl::ZeroDuration();
   friend bool operator==(const StoreConfig&, const StoreConfig&) = default;
 };
 

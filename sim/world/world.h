@@ -64,6 +64,16 @@ std::string_view to_string(EventKind kind);
 using EventId = std::uint64_t;
 
 // The 64-bit mixing step used for the trace hash and payload summaries.
+// Time quantisation (the scenario's `timing quantum=`): `d` rounded up to
+// a multiple of `quantum`; `d` itself when the quantum is zero (off), so a
+// world without one draws and schedules exactly as before.
+inline absl::Duration on_grid(absl::Duration d, absl::Duration quantum) {
+  if (quantum <= absl::ZeroDuration() || d <= absl::ZeroDuration()) return d;
+  const std::int64_t q = absl::ToInt64Microseconds(quantum);
+  const std::int64_t us = absl::ToInt64Microseconds(d);
+  return absl::Microseconds((us + q - 1) / q * q);
+}
+
 inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t x) {
   h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   h *= 0xff51afd7ed558ccdULL;
