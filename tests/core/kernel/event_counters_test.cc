@@ -25,8 +25,7 @@ TEST(EventCounters, CountsTheSameSeriesAsCountingByName) {
   by_name.kind = event_kinds::kRunClaimed;
   record_event(std::move(by_name), now, "worker", "w1", log, metrics);
   EXPECT_EQ(metrics.counter_value("kairos_run_claimed_total"), 4);
-  EXPECT_EQ(&counters.of(event_kinds::kRunClaimed),
-            &metrics.counter("kairos_run_claimed_total"));
+  EXPECT_EQ(&counters.of(event_kinds::kRunClaimed), &metrics.counter("kairos_run_claimed_total"));
   ASSERT_EQ(log.events().size(), 4u);
   EXPECT_EQ(std::get<std::string>(*log.events()[0].find("worker")), "w1");
   EXPECT_EQ(log.events()[0].at, now);
@@ -36,10 +35,8 @@ TEST(EventCounters, AKindNeverRecordedHasNoSeries) {
   Metrics metrics;
   EventCounters counters(metrics);
   counters.of(event_kinds::kRunCompleted).add();
-  EXPECT_EQ(metrics.to_prometheus().find("kairos_run_claimed_total"),
-            std::string::npos);
-  EXPECT_NE(metrics.to_prometheus().find("kairos_run_completed_total"),
-            std::string::npos);
+  EXPECT_EQ(metrics.to_prometheus().find("kairos_run_claimed_total"), std::string::npos);
+  EXPECT_NE(metrics.to_prometheus().find("kairos_run_completed_total"), std::string::npos);
 }
 
 TEST(EventCounters, AKindOutsideTheRegistryIsNamedTheSameWay) {
@@ -55,12 +52,11 @@ TEST(EventCounters, RegisteredNamesMatchTheRule) {
   for (std::string_view kind : event_kinds::kAllEventKinds) {
     std::string expected = "kairos_" + std::string(kind) + "_total";
     for (char &c : expected)
-      if (c == '.')
-        c = '_';
+      if (c == '.') c = '_';
     EXPECT_EQ(event_counter_name(kind), expected);
     EXPECT_EQ(event_counter_name(std::string(kind)), expected);
   }
 }
 
-} // namespace
-} // namespace kairos
+}  // namespace
+}  // namespace kairos

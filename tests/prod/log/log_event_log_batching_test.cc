@@ -35,10 +35,8 @@ std::string read_lines(int fd, std::size_t lines) {
   std::size_t seen = 0;
   while (seen < lines) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0)
-      break;
-    for (ssize_t i = 0; i < n; ++i)
-      seen += buf[i] == '\n';
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) seen += buf[i] == '\n';
     out.append(buf, static_cast<std::size_t>(n));
   }
   return out;
@@ -50,22 +48,19 @@ void expect_same_lines(LogFormat format, int count) {
   std::string text;
   {
     LogEventLog log({fds[1], std::size_t{64} << 20, format});
-    std::thread reader(
-        [&] { text = read_lines(fds[0], static_cast<std::size_t>(count)); });
-    for (int i = 0; i < count; ++i)
-      log.record(event(i));
+    std::thread reader([&] { text = read_lines(fds[0], static_cast<std::size_t>(count)); });
+    for (int i = 0; i < count; ++i) log.record(event(i));
     log.flush();
     reader.join();
     EXPECT_EQ(log.dropped(), 0u);
   }
   ::close(fds[1]);
   ::close(fds[0]);
-  std::vector<std::string> lines =
-      absl::StrSplit(text, '\n', absl::SkipEmpty());
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i)
-    EXPECT_EQ(lines[i], format == LogFormat::kJson ? format_event_json(event(i))
-                                                   : format_event(event(i)));
+    EXPECT_EQ(lines[i],
+              format == LogFormat::kJson ? format_event_json(event(i)) : format_event(event(i)));
 }
 
 TEST(LogEventLogBatching, TextLinesAreTheLinesOfFormattingAtOnceInOrder) {
@@ -91,5 +86,5 @@ TEST(LogEventLogBatching, ALoneEventIsWrittenWithoutAFlush) {
   ::close(fds[0]);
 }
 
-} // namespace
-} // namespace kairos
+}  // namespace
+}  // namespace kairos
