@@ -17,7 +17,9 @@
 // writer collects for up to a short linger interval (about a millisecond)
 // before writing, so a busy loop pays about one wake-up per batch, not one
 // per event. A slow or stuck reader of the descriptor (a full pipe, a slow
-// terminal) therefore stalls only the writer thread.
+// terminal) therefore stalls only the writer thread. Formatting later
+// relies on what core/ports/event_log.h requires of every Event: its kind and
+// field names have static storage (the values are owned by the Event).
 // The queue is bounded (options.max_buffered_bytes, counted in the estimated
 // length of the queued lines): when it is full, events are dropped and
 // counted, and once there is room again the log says so in a line of its
