@@ -1,27 +1,86 @@
 #include "core/kernel/node_support.h"
 
+#include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/kernel/event_kinds.h"
 
 namespace kairos {
 
-std::string event_counter_name(std::string_view kind) {
+namespace {
+
+std::string build_counter_name(std::string_view kind) {
   std::string name = absl::StrCat("kairos_", absl_sv(kind), "_total");
   for (char& c : name)
     if (c == '.') c = '_';
   return name;
 }
 
-void record_event(Event event, absl::Time now, std::string_view who_field, const std::string& who,
-                  EventLog& events, Metrics& metrics) {
+// The counter names of the registered kinds, built once (thread-safe static
+// initialisation, immutable afterwards), in kAllEventKinds order.
+const std::array<std::string, event_kinds::kAllEventKinds.size()>& registered_names() {
+  static const auto names = [] {
+    std::array<std::string, event_kinds::kAllEventKinds.size()> out;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = build_counter_name(event_kinds::kAllEventKinds[i]);
+    return out;
+  }();
+  return names;
+}
+
+// The registered name of `kind`, or nullptr for a kind outside the registry.
+const std::string* registered_name(std::string_view kind) {
+  const auto& names = registered_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string_view k = event_kinds::kAllEventKinds[i];
+    if (k.data() == kind.data() && k.size() == kind.size()) return &names[i];
+  }
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (event_kinds::kAllEventKinds[i] == kind) return &names[i];
+  return nullptr;
+}
+
+Counter& counter_of(Metrics& metrics, std::string_view kind) {
+  if (const std::string* name = registered_name(kind)) return metrics.counter(*name);
+  return metrics.counter(build_counter_name(kind));
+}
+
+void stamp(Event& event, absl::Time now, std::string_view who_field, const std::string& who) {
   KAIROS_CHECK_MSG(!event.kind.empty(), "an event needs a kind");
   KAIROS_CHECK(!who_field.empty());
   event.at = now;
   if (!event.find(who_field)) event.with(who_field, who);
-  metrics.counter(event_counter_name(event.kind)).add();
+}
+
+}  // namespace
+
+std::string event_counter_name(std::string_view kind) {
+  if (const std::string* name = registered_name(kind)) return *name;
+  return build_counter_name(kind);
+}
+
+Counter& EventCounters::of(std::string_view kind) {
+  for (const Entry& e : entries_)
+    if (e.data == kind.data() && e.size == kind.size()) return *e.counter;
+  Counter& c = counter_of(metrics_, kind);
+  entries_.push_back({kind.data(), kind.size(), &c});
+  return c;
+}
+
+void record_event(Event event, absl::Time now, std::string_view who_field, const std::string& who,
+                  EventLog& events, Metrics& metrics) {
+  stamp(event, now, who_field, who);
+  counter_of(metrics, event.kind).add();
+  events.record(std::move(event));
+}
+
+void record_event(Event event, absl::Time now, std::string_view who_field, const std::string& who,
+                  EventLog& events, EventCounters& counters) {
+  stamp(event, now, who_field, who);
+  counters.of(event.kind).add();
   events.record(std::move(event));
 }
 

@@ -11,11 +11,19 @@
 // draws exactly one number from the Random (so a seeded run stays
 // reproducible) and always returns a value in [cap / 2, cap], where
 // cap = min(base x 2^(attempt - 1), max) in whole microseconds.
+//
+// Cost. Counting an event builds no string and allocates nothing for a
+// registered kind (core/kernel/event_kinds.h): its counter name comes from a
+// table built once per process, and an EventCounters resolves each kind's
+// Counter once per registry, so a hot path pays a short pointer comparison
+// per event instead of a name lookup.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "core/ports/event_log.h"
@@ -28,11 +36,38 @@ namespace kairos {
 // kairos_run_claimed_total.
 std::string event_counter_name(std::string_view kind);
 
+// The per-kind event counters of one Metrics registry, each resolved on the
+// first event of its kind (so a kind never recorded creates no series, as
+// with Metrics::counter by name) and remembered by the kind's address and
+// length (kinds have static storage). Used on the owner's loop only, like
+// the registry, which must outlive it.
+class EventCounters {
+ public:
+  explicit EventCounters(Metrics& metrics) : metrics_(metrics) {}
+  EventCounters(const EventCounters&) = delete;
+  EventCounters& operator=(const EventCounters&) = delete;
+
+  // The counter named event_counter_name(kind) in the registry.
+  Counter& of(std::string_view kind);
+
+ private:
+  struct Entry {
+    const char* data;
+    std::size_t size;
+    Counter* counter;
+  };
+  Metrics& metrics_;
+  std::vector<Entry> entries_;
+};
+
 // Stamps `event` with `now`, adds `who_field` = `who` unless the event already
 // carries that field, adds one to its counter (event_counter_name) and hands it
 // to `events`.
 void record_event(Event event, absl::Time now, std::string_view who_field, const std::string& who,
                   EventLog& events, Metrics& metrics);
+// The same, counting through resolved counters (no lookup by name).
+void record_event(Event event, absl::Time now, std::string_view who_field, const std::string& who,
+                  EventLog& events, EventCounters& counters);
 
 // The ceiling of the backoff before retry number `attempt` (1-based; 0 is
 // treated as 1): base x 2^(attempt - 1), capped at `max`, in whole

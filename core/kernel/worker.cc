@@ -138,7 +138,7 @@ void Worker::check_drained() {
 }
 
 void Worker::record(Event e) {
-  record_event(std::move(e), clock_.now(), "worker", config_.worker_id, events_, metrics_);
+  record_event(std::move(e), clock_.now(), "worker", config_.worker_id, events_, event_counters_);
 }
 
 absl::Duration Worker::backoff(std::uint32_t attempt) {

@@ -57,6 +57,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/kernel/lease_config.h"
+#include "core/kernel/node_support.h"
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/run_ref.h"
 #include "core/kernel/wire.h"
@@ -175,6 +176,7 @@ class Worker {
   Random& random_;
   EventLog& events_;
   Metrics& metrics_;
+  EventCounters event_counters_{metrics_};  // per-kind counters of record()
   WorkerConfig config_;
 
   Alive alive_;

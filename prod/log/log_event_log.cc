@@ -5,7 +5,11 @@
 
 #include <boost/json.hpp>
 #include <cerrno>
+#include <chrono>
+#include <string>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "core/base/rfc3339.h"
 
@@ -33,22 +37,42 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-std::string format_line(const Event& event, LogFormat format) {
+std::string format_line(const Event &event, LogFormat format) {
   return format == LogFormat::kJson ? format_event_json(event) : format_event(event);
+}
+
+// Events the writer lets gather before it is woken at once, and how long it
+// collects (with fewer queued) before writing what it has.
+constexpr std::size_t kWakeBatch = 1024;
+constexpr std::chrono::milliseconds kLinger{1};
+
+// About the length of the event's text line: what the byte bound counts, so
+// the queue's memory stays in proportion to it without formatting anything
+// on the recording thread.
+std::size_t estimated_line_size(const Event &event) {
+  std::size_t n = 29 + event.kind.size();  // time, spaces, newline
+  for (const EventField &f : event.fields) {
+    n += 2 + f.name.size();
+    if (const auto *text = std::get_if<std::string>(&f.value))
+      n += text->size() + 2;
+    else
+      n += 20;
+  }
+  return n;
 }
 
 }  // namespace
 
-std::string format_event_json(const Event& event) {
+std::string format_event_json(const Event &event) {
   boost::json::object o;
   o["at"] = format_rfc3339_utc(event.at);
   o["kind"] = std::string(event.kind);
-  for (const EventField& f : event.fields) {
+  for (const EventField &f : event.fields) {
     std::string key(f.name);
     if (key == "at" || key == "kind") key = "field." + key;
     boost::json::value v;
     std::visit(
-        [&v](const auto& x) {
+        [&v](const auto &x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, absl::Time>) {
             v = format_rfc3339_utc(x);
@@ -77,41 +101,45 @@ LogEventLog::~LogEventLog() {
 }
 
 void LogEventLog::record(Event event) {
-  std::string line = format_line(event, options_.format);
-  line.push_back('\n');
-  append(std::move(line), event.at);
-}
-
-void LogEventLog::append(std::string line, absl::Time at) {
+  const std::size_t bytes = estimated_line_size(event);
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     ++appended_;
-    if (pending_.size() + line.size() > options_.max_buffered_bytes) {
+    if (queued_bytes_ + bytes > options_.max_buffered_bytes) {
       ++dropped_;
       ++unreported_drops_;
       ++finished_;
-      written_.notify_all();
+      if (flush_waiters_ > 0) written_.notify_all();
       return;
     }
+    const std::size_t half = options_.max_buffered_bytes / 2;
+    const bool below_half = queued_bytes_ < half;
     if (unreported_drops_ > 0) {
       Event notice;
-      notice.at = at;
+      notice.at = event.at;
       notice.kind = "log.dropped";
       notice.with("count", unreported_drops_);
-      pending_ += format_line(notice, options_.format);
-      pending_.push_back('\n');
+      queued_bytes_ += estimated_line_size(notice);
+      queue_.push_back(std::move(notice));
       unreported_drops_ = 0;
     }
-    pending_ += line;
-    ++pending_lines_;
+    queued_bytes_ += bytes;
+    queue_.push_back(std::move(event));
+    ++queued_lines_;
+    wake = writer_asleep_ || queue_.size() == kWakeBatch || (below_half && queued_bytes_ >= half);
+    if (wake) writer_asleep_ = false;
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void LogEventLog::flush() {
   std::unique_lock<std::mutex> lk(mu_);
   const std::uint64_t target = appended_;
+  ++flush_waiters_;
+  wake_.notify_one();  // a lingering writer writes at once
   written_.wait(lk, [&] { return finished_ >= target; });
+  --flush_waiters_;
 }
 
 std::uint64_t LogEventLog::dropped() const {
@@ -119,16 +147,36 @@ std::uint64_t LogEventLog::dropped() const {
   return dropped_;
 }
 
+bool LogEventLog::hurry() const {
+  return stopping_ || flush_waiters_ > 0 || queue_.size() >= kWakeBatch ||
+         queued_bytes_ >= options_.max_buffered_bytes / 2;
+}
+
 void LogEventLog::writer_main() {
+  std::vector<Event> batch;
+  std::string chunk;
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
-    wake_.wait(lk, [&] { return stopping_ || !pending_.empty(); });
-    if (pending_.empty()) break;  // stopping, and everything is written
-    std::string chunk;
-    chunk.swap(pending_);
-    const std::uint64_t lines = pending_lines_;
-    pending_lines_ = 0;
+    if (queue_.empty()) {
+      if (stopping_) break;  // everything is written
+      writer_asleep_ = true;
+      wake_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      writer_asleep_ = false;
+      continue;
+    }
+    // Collect more before writing, unless someone waits or the queue is large.
+    if (!hurry()) wake_.wait_for(lk, kLinger, [&] { return hurry(); });
+    batch.swap(queue_);
+    const std::uint64_t lines = queued_lines_;
+    queued_lines_ = 0;
+    queued_bytes_ = 0;
     lk.unlock();
+    chunk.clear();
+    for (const Event &e : batch) {
+      chunk += format_line(e, options_.format);
+      chunk.push_back('\n');
+    }
+    batch.clear();
     const bool ok = write_all(options_.fd, chunk);
     lk.lock();
     if (!ok) dropped_ += lines;
