@@ -130,7 +130,7 @@ void SchedulerNode::record(Event event) {
         .counter(
             absl::StrCat(absl_sv(node_metrics::kRuns), "{outcome=\"", absl_sv(*outcome), "\"}"))
         .add();
-  record_event(std::move(event), clock_.now(), "node", config_.node_id, events_, metrics_);
+  record_event(std::move(event), clock_.now(), "node", config_.node_id, events_, event_counters_);
 }
 
 void SchedulerNode::record_all(std::vector<Event>& events) {

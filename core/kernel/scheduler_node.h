@@ -79,6 +79,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/lease_config.h"
+#include "core/kernel/node_support.h"
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/wire.h"
 #include "core/ports/clock.h"
@@ -325,6 +326,7 @@ class SchedulerNode {
   Random& random_;
   EventLog& events_;
   Metrics& metrics_;
+  EventCounters event_counters_{metrics_};  // per-kind counters of record()
   SchedulerNodeConfig config_;
   JobStore store_;
 
