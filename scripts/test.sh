@@ -35,7 +35,7 @@ total_failed=$((total_failed + $(cut -d' ' -f3 <<<"$line")))
 
 # Test phases leave CPU idle (processes start, e2e scripts wait on real
 # servers): the next flavour's build runs meanwhile at the lowest priority, so
-# it takes only what the tests leave and their timing stays as it was.
+# it takes (almost) only the CPU the tests leave.
 # background_build FLAVOUR starts it; finish_build FLAVOUR waits for it and
 # shows its output (a failed build fails the run here).
 background_build() {
