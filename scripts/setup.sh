@@ -12,7 +12,7 @@ PACKAGES=(
   libssl-dev
   libpq-dev postgresql
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  clang libclang-rt-14-dev clang-format
+  clang libclang-rt-14-dev clang-format lld
   tzdata curl jq
   chromium chromium-driver python3-selenium
 )

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 export TZ=UTC
 
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+build_groups=""
+# Stops any build still running in the background, then drops the logs.
+trap 'for g in $build_groups; do kill -- "-$g" 2>/dev/null; done; rm -rf "$logs"' EXIT
 step() { printf '\n=== %s (%ss elapsed)\n' "$1" "$SECONDS"; }
 total_passed=0
 total_failed=0
@@ -31,18 +33,41 @@ line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/tree.log" | tail -1)
 total_passed=$((total_passed + $(cut -d' ' -f1 <<<"$line")))
 total_failed=$((total_failed + $(cut -d' ' -f3 <<<"$line")))
 
+# Test phases leave CPU idle (processes start, e2e scripts wait on real
+# servers): the next flavour's build runs meanwhile at the lowest priority, so
+# it takes (almost) only the CPU the tests leave.
+# background_build FLAVOUR starts it; finish_build FLAVOUR waits for it and
+# shows its output (a failed build fails the run here).
+background_build() {
+  # setsid: the build is a process group of its own, so the trap can stop it.
+  setsid nice -n 19 scripts/build.sh "$1" >"$logs/build-$1.log" 2>&1 &
+  eval "build_pid_$1=$!"
+  build_groups="$build_groups $!"
+}
+finish_build() {
+  local pid rc=0
+  eval "pid=\$build_pid_$1"
+  wait "$pid" || rc=$?
+  cat "$logs/build-$1.log"
+  if [ "$rc" -ne 0 ]; then echo "$1 build failed (exit $rc)"; exit "$rc"; fi
+}
+
 step "release build"
 scripts/build.sh release
-step "release tests"
+background_build asan
+step "release tests (asan+ubsan build in the background)"
 ctest --test-dir build/release --output-on-failure -j "$(nproc)" 2>&1 | tee "$logs/release.log"
 count_ctest "$logs/release.log"
 
 step "asan+ubsan build"
-scripts/build.sh asan
-step "asan+ubsan tests"
+finish_build asan
+background_build fuzz
+step "asan+ubsan tests (fuzz build in the background)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$(nproc)" 2>&1 | tee "$logs/asan.log"
 count_ctest "$logs/asan.log"
+step "fuzz build"
+finish_build fuzz
 
 if [ -x scripts/sim-ci.sh ]; then
   step "simulator batch"
