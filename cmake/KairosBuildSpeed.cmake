@@ -102,6 +102,13 @@ function(_kairos_boost_sources target out)
   set(heavy "")
   foreach(src ${sources})
     cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY ${dir} OUTPUT_VARIABLE path)
+    # Generated sources (the dashboard's embedded assets) do not exist yet
+    # at configure time and never include Boost.
+    if(NOT EXISTS ${path})
+      set_source_files_properties(${src} TARGET_DIRECTORY ${target} PROPERTIES
+                                  SKIP_PRECOMPILE_HEADERS ON)
+      continue()
+    endif()
     file(READ ${path} text LIMIT 8192)
     if(text MATCHES "#include <boost/(asio|beast)")
       list(APPEND heavy ${src})
