@@ -16,6 +16,22 @@
 
 namespace kairos::test_support {
 
+// `r` leased to worker-1 under `token` at `now` for 30s, with its attempt
+// record (the grant the checker's tests start from).
+inline RunRecord granted(RunRecord r, std::uint64_t token, absl::Time now) {
+  r.state = RunState::kLeased;
+  r.token = token;
+  r.owner = "worker-1";
+  r.lease_expiry = now + absl::Seconds(30);
+  AttemptRecord a;
+  a.attempt = r.attempt;
+  a.token = token;
+  a.worker = r.owner;
+  a.claimed_at = now;
+  r.attempts.push_back(a);
+  return r;
+}
+
 struct Hist {
   std::vector<sim::SinkAttempt> sink;
   std::vector<sim::StoreCommit> commits;

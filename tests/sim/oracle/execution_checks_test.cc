@@ -9,6 +9,7 @@
 namespace kairos::sim {
 namespace {
 
+using test_support::granted;
 using test_support::Hist;
 
 constexpr NodeId kLeader = 1;  // scheduler-1
@@ -19,21 +20,6 @@ RunRecord ready_run(absl::Time nominal) {
   RunRecord r;
   r.id = RunId{"job-a", 1, nominal};
   r.due_at = r.ready_at = r.dispatched_at = nominal;
-  return r;
-}
-
-// `r` leased to worker-1 under `token` at `now` for 30s.
-RunRecord granted(RunRecord r, std::uint64_t token, absl::Time now) {
-  r.state = RunState::kLeased;
-  r.token = token;
-  r.owner = "worker-1";
-  r.lease_expiry = now + absl::Seconds(30);
-  AttemptRecord a;
-  a.attempt = r.attempt;
-  a.token = token;
-  a.worker = r.owner;
-  a.claimed_at = now;
-  r.attempts.push_back(a);
   return r;
 }
 

@@ -11,6 +11,7 @@
 namespace kairos::sim {
 namespace {
 
+using test_support::granted;
 using test_support::Hist;
 using test_support::violated;
 
@@ -31,20 +32,6 @@ RunRecord ready_run(const std::string& job, absl::Time nominal, std::int32_t pri
   r.id = RunId{job, 1, nominal};
   r.due_at = r.ready_at = r.dispatched_at = nominal;
   r.priority = priority;
-  return r;
-}
-
-RunRecord granted(RunRecord r, std::uint64_t token, absl::Time now) {
-  r.state = RunState::kLeased;
-  r.token = token;
-  r.owner = "worker-1";
-  r.lease_expiry = now + absl::Seconds(30);
-  AttemptRecord a;
-  a.attempt = r.attempt;
-  a.token = token;
-  a.worker = r.owner;
-  a.claimed_at = now;
-  r.attempts.push_back(a);
   return r;
 }
 

@@ -14,6 +14,7 @@
 namespace kairos::sim {
 namespace {
 
+using test_support::granted;
 using test_support::Hist;
 using test_support::violated;
 
@@ -43,20 +44,6 @@ RunRecord ready_run(const std::string& job, absl::Time nominal, std::uint64_t in
   r.id = RunId{job, incarnation, nominal};
   r.due_at = r.ready_at = r.dispatched_at = nominal;
   r.attempt = 1;
-  return r;
-}
-
-RunRecord granted(RunRecord r, std::uint64_t token, absl::Time now) {
-  r.state = RunState::kLeased;
-  r.token = token;
-  r.owner = "worker-1";
-  r.lease_expiry = now + absl::Seconds(30);
-  AttemptRecord a;
-  a.attempt = r.attempt;
-  a.token = token;
-  a.worker = r.owner;
-  a.claimed_at = now;
-  r.attempts.push_back(a);
   return r;
 }
 
