@@ -10,7 +10,7 @@ export TZ=UTC
 logs=$(mktemp -d)
 build_groups=""
 # Stops any build still running in the background, then drops the logs.
-trap 'for g in $build_groups; do kill -- "-$g" 2>/dev/null; done; rm -rf "$logs"' EXIT
+trap 'for g in $build_groups; do kill -- "-$g" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
 step() { printf '\n=== %s (%ss elapsed)\n' "$1" "$SECONDS"; }
 total_passed=0
 total_failed=0
