@@ -923,18 +923,24 @@ void SchedulerNode::update_job(std::string id, SpecMutation mutate,
 
 void SchedulerNode::reschedule_job(std::string id, ScheduleSpec schedule,
                                    std::function<void(absl::StatusOr<ControlResult>)> done) {
+  reschedule_job(std::move(id), std::move(schedule), std::nullopt, std::move(done));
+}
+
+void SchedulerNode::reschedule_job(std::string id, ScheduleSpec schedule,
+                                   std::optional<std::uint64_t> expected_generation,
+                                   std::function<void(absl::StatusOr<ControlResult>)> done) {
   auto sid = std::make_shared<std::string>(std::move(id));
   auto sched = std::make_shared<ScheduleSpec>(std::move(schedule));
   run_control<ControlResult>(
       "reschedule",
-      [this, sid, sched](Txn& t, ControlResult* o) {
+      [this, sid, sched, expected_generation](Txn& t, ControlResult* o) {
         return store_.update(
             t, *sid,
             [sched](JobSpec& s) {
               s.schedule = *sched;
               return absl::OkStatus();
             },
-            o);
+            o, expected_generation);
       },
       std::move(done));
 }

@@ -194,6 +194,10 @@ class SchedulerNode {
   // runs follow atomically.
   void reschedule_job(std::string id, ScheduleSpec schedule,
                       std::function<void(absl::StatusOr<ControlResult>)> done);
+  // The same with an If-Match precondition (as pause_job above).
+  void reschedule_job(std::string id, ScheduleSpec schedule,
+                      std::optional<std::uint64_t> expected_generation,
+                      std::function<void(absl::StatusOr<ControlResult>)> done);
   void update_policy(std::string id, JobPolicy policy,
                      std::function<void(absl::StatusOr<ControlResult>)> done);
   // Create-or-update by id; re-applying an unchanged spec changes nothing.

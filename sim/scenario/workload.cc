@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
@@ -39,6 +41,16 @@ void append_fires(const JobTimeline& job, const Schedule& schedule, std::optiona
     if (f->at < lo || (!lo_inclusive && f->at == lo)) continue;
     out.push_back({job.id, job.incarnation, f->nominal, f->at});
   }
+}
+
+// The job's current generation named by a generation_mismatch() error
+// (none for other errors, or when the job does not exist).
+std::optional<std::uint64_t> mismatch_generation(const absl::Status& status) {
+  if (!is_generation_mismatch(status)) return std::nullopt;
+  const auto payload = status.GetPayload(absl_sv(kGenerationMismatchPayload));
+  std::uint64_t g = 0;
+  if (!payload || !absl::SimpleAtoi(std::string(*payload), &g)) return std::nullopt;
+  return g;
 }
 
 }  // namespace
@@ -277,6 +289,7 @@ void Workload::create(std::size_t i) {
     PlannedJob& job = jobs_[i];
     if (!r.ok() || job.acked) return;  // errors: the retry timer sends it again
     job.acked = r->job;
+    job.generation = r->job.generation;
     client_jobs_.push_back({job.spec.id, r->job.incarnation, r->job.created_at, job.spec.policy,
                             job.recurring, job.longest_run});
     Event e;
@@ -343,7 +356,8 @@ void Workload::recreate(std::size_t index) {
     PlannedCancel& c = cancels_[index];
     if (!r.ok() || c.again) return;  // errors: the retry timer sends it again
     c.again = r->job;
-    const PlannedJob& job = jobs_[c.job];
+    PlannedJob& job = jobs_[c.job];
+    job.generation = r->job.generation;
     client_jobs_.push_back({job.spec.id, r->job.incarnation, r->job.created_at, job.spec.policy,
                             job.recurring, job.longest_run});
     Event e;
@@ -364,49 +378,70 @@ void Workload::control(std::size_t index) {
   ctx.timers.after(kRetryAfter, [this, index, gen] {
     if (gen == generation_ && controls_[index].state == State::kPending) control(index);
   });
-  if (!jobs_[c.job].acked) return;  // not created yet: try again later
-  if (c.op == Op::kResume) {
-    const State pause = controls_[c.pause].state;
-    if (pause == State::kPending) return;  // resume once the pause was answered
-    if (pause != State::kAcked) {
-      c.state = State::kDropped;  // nothing to resume
-      return;
-    }
+  if (!jobs_[c.job].acked) return;       // not created yet: try again later
+  if (waits_for_earlier(index)) return;  // one request per job at a time
+  if (c.op == Op::kResume && controls_[c.pause].state != State::kAcked) {
+    c.state = State::kDropped;  // the pause was refused: nothing to resume
+    return;
   }
   SchedulerNode* node = ctx.cluster.pick_scheduler(random_);
   if (node == nullptr) return;
-  if (!c.sent) c.sent = ctx.world.now();
+  if (!c.sent) {
+    c.sent = ctx.world.now();
+    if (c.op != Op::kTrigger) c.expected = jobs_[c.job].generation;
+  }
   const std::string& id = jobs_[c.job].spec.id;
   auto on_control = [this, index](absl::StatusOr<ControlResult> r) {
-    answered(index, r.status(), r.ok() ? r->job.incarnation : 0, std::nullopt);
+    answered(index, r.status(), r.ok() ? r->job.incarnation : 0,
+             r.ok() ? std::optional<std::uint64_t>(r->job.generation) : std::nullopt, std::nullopt);
   };
   switch (c.op) {
     case Op::kPause:
-      node->pause_job(id, std::move(on_control));
+      node->pause_job(id, c.expected, std::move(on_control));
       return;
     case Op::kResume:
-      node->resume_job(id, std::move(on_control));
+      node->resume_job(id, c.expected, std::move(on_control));
       return;
     case Op::kReschedule:
-      node->reschedule_job(id, c.schedule, std::move(on_control));
+      node->reschedule_job(id, c.schedule, c.expected, std::move(on_control));
       return;
     case Op::kTrigger:
       node->trigger_job(id, /*force=*/false, [this, index](absl::StatusOr<TriggerResult> r) {
-        answered(index, r.status(), r.ok() ? r->run.id.incarnation : 0,
+        answered(index, r.status(), r.ok() ? r->run.id.incarnation : 0, std::nullopt,
                  r.ok() ? std::optional<absl::Time>(r->run.id.nominal) : std::nullopt);
       });
       return;
   }
 }
 
+bool Workload::waits_for_earlier(std::size_t index) const {
+  const PlannedControl& c = controls_[index];
+  for (std::size_t k = 0; k < controls_.size(); ++k) {
+    const PlannedControl& o = controls_[k];
+    if (k == index || o.job != c.job || o.state != State::kPending) continue;
+    if (o.at < c.at || (o.at == c.at && k < index)) return true;
+  }
+  return false;
+}
+
 void Workload::answered(std::size_t index, const absl::Status& status, std::uint64_t incarnation,
+                        std::optional<std::uint64_t> generation,
                         std::optional<absl::Time> run_nominal) {
   PlannedControl& c = controls_[index];
-  if (c.state != State::kPending) return;
+  if (c.state != State::kPending) {
+    // A copy that waited in a stalled scheduler arrives after the request
+    // was answered: If-Match kept it from undoing what came after.
+    if (is_generation_mismatch(status)) ctx_->world.mark("client.stale-control-refused");
+    return;
+  }
   // "Outcome unknown after retries": no answer; the retry timer re-sends.
   if (status.code() == absl::StatusCode::kUnavailable) return;
   c.state = status.ok() ? State::kAcked : State::kRefused;
   c.answered = ctx_->world.now();
+  if (generation) jobs_[c.job].generation = *generation;
+  // A refusal naming the job's current generation: what a client learns
+  // from a 412, so its next request carries it.
+  if (auto current = mismatch_generation(status)) jobs_[c.job].generation = *current;
   const std::string& id = jobs_[c.job].spec.id;
   Event e;
   e.at = ctx_->clock.now();

@@ -34,12 +34,22 @@
 // (owned by the cluster), so a crash of the client node only delays
 // requests: start() re-arms what is outstanding.
 //
-// One hazard the workload does not rule out: a request whose first send went
-// to a scheduler that then stalls is executed when that scheduler resumes,
-// possibly after a later request on the same job was acknowledged (a pause
-// landing after its resume, an older reschedule after a newer one). The
-// kernel's bodies are unconditional, so scenarios keep two control requests
-// on one job minutes apart (longer than any scheduler pause they inject).
+// Control requests carry If-Match. The client sends the requests on one job
+// one at a time, in plan order (a request waits until every earlier one on
+// that job was answered, acknowledged or refused), and each carries the
+// generation the client last learned for the job (from the create's answer,
+// the previous acknowledgement, or the current generation a refusal with
+// is_generation_mismatch() names) — the same on every retry of that request.
+// That is what makes a stale copy harmless: a request whose first send went
+// to a scheduler that then stalls runs when that scheduler resumes, possibly
+// after a later request on the same job was acknowledged (a pause landing
+// after its resume, an older reschedule after a newer one); by then the
+// job's generation has moved on, so the stale body writes nothing (a
+// request already in effect succeeds without writing, which also keeps a
+// retry after a lost reply idempotent). Such a late refusal of an answered
+// request is marked "client.stale-control-refused". Requests on one job may
+// therefore be planned seconds apart. Triggers take no precondition (they
+// do not change the job); cancels neither (a cancel is meant to win).
 #pragma once
 
 #include <cstdint>
@@ -148,6 +158,7 @@ class Workload {
     absl::Duration longest_run;
     std::optional<JobRecord> acked;  // what create_job answered
     std::uint64_t attempts = 0;
+    std::uint64_t generation = 0;  // the job's generation as the client last learned it
   };
   struct PlannedCancel {
     absl::Duration at;
@@ -168,6 +179,8 @@ class Workload {
     std::size_t pause = 0;                     // kResume: its pause (index into controls_)
     ScheduleSpec schedule;                     // kReschedule
     std::optional<absl::Time> sent, answered;  // true times
+    // The If-Match generation, fixed at the first send (retries repeat it).
+    std::optional<std::uint64_t> expected;
     State state = State::kPending;
   };
   static std::string_view name(Op op);
@@ -177,10 +190,14 @@ class Workload {
   // Arms the re-creation of cancel `index` (its cancel acknowledged).
   void arm_recreate(std::size_t index);
   void control(std::size_t index);
-  // A control request's answer: ok (with the job's incarnation and, for a
-  // trigger, the run's nominal time) or an error.
+  // True while a control request on the same job planned before `index`
+  // (earlier `at`, or the same `at` and an earlier line) has no answer.
+  bool waits_for_earlier(std::size_t index) const;
+  // A control request's answer: ok (with the job's incarnation, its
+  // generation after the request — none for a trigger — and, for a trigger,
+  // the run's nominal time) or an error.
   void answered(std::size_t index, const absl::Status& status, std::uint64_t incarnation,
-                std::optional<absl::Time> run_nominal);
+                std::optional<std::uint64_t> generation, std::optional<absl::Time> run_nominal);
   JobTimeline timeline(std::size_t job) const;
 
   NodeContext* ctx_ = nullptr;

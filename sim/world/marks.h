@@ -62,6 +62,7 @@ inline constexpr std::string_view kOtherMarks[] = {
     "runner.fenced-by-sink",
     "sink.timeout-applied",
     "sink.timeout-not-applied",
+    "client.stale-control-refused",
 };
 
 }  // namespace kairos::sim
