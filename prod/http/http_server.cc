@@ -218,6 +218,48 @@ bool needs_token(std::string_view path, const TokenSet* tokens) {
   return tokens != nullptr && tokens->size() > 0 && path != "/healthz";
 }
 
+bool host_is_loopback(std::string_view host) {
+  std::string_view name = host;
+  if (name.starts_with('[')) {  // [v6]:port
+    const std::size_t close = name.find(']');
+    if (close == std::string_view::npos) return false;
+    const std::string_view rest = name.substr(close + 1);
+    if (!rest.empty() && !rest.starts_with(':')) return false;
+    name = name.substr(1, close - 1);
+  } else if (const std::size_t colon = name.find(':'); colon != std::string_view::npos) {
+    if (name.find(':', colon + 1) != std::string_view::npos) return false;  // bare v6: not a Host
+    name = name.substr(0, colon);
+  }
+  if (name.ends_with('.')) name.remove_suffix(1);  // a fully qualified "localhost."
+  if (iequals(name, "localhost") ||
+      (name.size() > 10 && iequals(name.substr(name.size() - 10), ".localhost")))
+    return true;
+  boost::system::error_code ec;
+  const auto a = asio::ip::make_address(std::string(name), ec);
+  return !ec && a.is_loopback();
+}
+
+std::optional<std::string> browser_refusal(std::string_view method, std::string_view host,
+                                           std::string_view origin, std::string_view sec_fetch_site,
+                                           bool has_tokens) {
+  if (!has_tokens && !host.empty() && !host_is_loopback(host))
+    return absl::StrCat("Host '", excerpt(host),
+                        "' is not localhost or a loopback address; a server without "
+                        "--auth-token-file answers only requests for loopback names (this "
+                        "refuses DNS-rebinding pages); give tokens to serve other names");
+  const bool safe = method == "GET" || method == "HEAD" || method == "OPTIONS";
+  if (safe) return std::nullopt;
+  if (iequals(sec_fetch_site, "cross-site") || iequals(sec_fetch_site, "same-site"))
+    return absl::StrCat("a ", absl_sv(sec_fetch_site),
+                        " browser request may not change anything (Sec-Fetch-Site)");
+  if (origin.empty()) return std::nullopt;
+  const bool same = !host.empty() && (iequals(origin, absl::StrCat("http://", absl_sv(host))) ||
+                                      iequals(origin, absl::StrCat("https://", absl_sv(host))));
+  if (same) return std::nullopt;
+  return absl::StrCat("a cross-origin request (Origin '", excerpt(origin),
+                      "') may not change anything");
+}
+
 bool ListenAddress::loopback() const {
   boost::system::error_code ec;
   const auto a = asio::ip::make_address(host, ec);
@@ -494,6 +536,16 @@ std::optional<Response> check_head(const RequestParser::value_type& head,
   const std::string_view target(head.target().data(), head.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const TokenSet* tokens = options.tokens ? &*options.tokens : nullptr;
+  const auto field = [&](bhttp::field f) {
+    const auto v = head[f];
+    return std::string_view(v.data(), v.size());
+  };
+  if (auto refusal = browser_refusal(
+          std::string_view(head.method_string().data(), head.method_string().size()),
+          field(bhttp::field::host), field(bhttp::field::origin),
+          std::string_view(head["Sec-Fetch-Site"].data(), head["Sec-Fetch-Site"].size()),
+          tokens != nullptr && tokens->size() > 0))
+    return error_response(403, "permission_denied", *refusal);
   if (!needs_token(path, tokens) || (options.public_path && options.public_path(path)))
     return std::nullopt;
   const auto auth = head[bhttp::field::authorization];

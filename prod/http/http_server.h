@@ -26,6 +26,8 @@
 //   bound to a non-loopback address refuses to start without tokens.
 //   HttpServerOptions may name further public paths and a session
 //   credential accepted in place of the bearer header.
+// - The browser guard (below): Host names loopback when there are no
+//   tokens; no cross-origin writes.
 //
 // Threading: everything runs on the io_context's one thread.
 #pragma once
@@ -139,6 +141,29 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 
 // Whether `path` needs a token when the server has `tokens` (null: none).
 bool needs_token(std::string_view path, const TokenSet* tokens);
+
+// ---- The browser guard -----------------------------------------------------
+// A browser on the operator's machine reaches a loopback server too, and a
+// hostile page it shows can make it send requests there. Two rules keep such
+// a page from using the API (both answered 403 permission_denied):
+// - DNS rebinding: a server without tokens (so bound to loopback) serves only
+//   requests whose Host header names localhost (or a name under .localhost)
+//   or a loopback address literal, with or without a port; a page on a name
+//   that was re-pointed at 127.0.0.1 sends its own name. A request without
+//   a Host header (not a browser) passes. With tokens the page has none to
+//   send, so the Host is not judged.
+// - Cross-site writes (CSRF): a request that is not GET, HEAD or OPTIONS and
+//   carries an Origin header other than http://<Host> or https://<Host>
+//   (case-insensitive; "null" included), or Sec-Fetch-Site "cross-site" or
+//   "same-site", is refused: a plain form or no-cors fetch from another
+//   origin needs no preflight, so the server itself must say no.
+// Whether `host` (a Host header: name or address, optional port) is a
+// loopback name.
+bool host_is_loopback(std::string_view host);
+// The refusal's message, or nullopt when the request passes.
+std::optional<std::string> browser_refusal(std::string_view method, std::string_view host,
+                                           std::string_view origin, std::string_view sec_fetch_site,
+                                           bool has_tokens);
 
 // ---- Listening -------------------------------------------------------------
 

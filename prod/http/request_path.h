@@ -35,9 +35,10 @@ void limit_parser(RequestParser& parser, const HttpServerOptions& options);
 std::optional<Response> read_failure_answer(const boost::beast::error_code& ec, bool in_head,
                                             const HttpServerOptions& options);
 
-// The check of a complete head: the 401 to send (and close) when the
-// server has tokens and the path needs one the head does not carry, else
-// nullopt.
+// The check of a complete head: the 403 to send (and close) when the
+// browser guard refuses it (browser_refusal, http_server.h), the 401 when
+// the server has tokens and the path needs one the head does not carry,
+// else nullopt.
 std::optional<Response> check_head(const RequestParser::value_type& head,
                                    const HttpServerOptions& options);
 

@@ -223,15 +223,15 @@ class LiveServer : public ::testing::Test {
 
 TEST_F(LiveServer, RoutesAnswersAndErrorShapes) {
   start({});
-  std::string r = exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string r = exchange("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 200")) << r;
   EXPECT_TRUE(r.ends_with("ok")) << r;
-  r = exchange("GET /v1/jobs/a%2Fb HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  r = exchange("GET /v1/jobs/a%2Fb HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.ends_with("get|id=a/b")) << r;
-  r = exchange("GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  r = exchange("GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 404")) << r;
   EXPECT_NE(r.find(R"({"error":{"code":"not_found")"), std::string::npos) << r;
-  r = exchange("PUT /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  r = exchange("PUT /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 405")) << r;
   EXPECT_NE(r.find("Allow: GET"), std::string::npos) << r;
   r = exchange("garbage\r\n\r\n");
@@ -241,7 +241,8 @@ TEST_F(LiveServer, RoutesAnswersAndErrorShapes) {
 
 TEST_F(LiveServer, AnAnswerThatComesLaterStillReachesTheClient) {
   start({});
-  const std::string r = exchange("GET /later HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string r =
+      exchange("GET /later HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 200")) << r;
   EXPECT_TRUE(r.ends_with("later")) << r;
 }
@@ -249,8 +250,8 @@ TEST_F(LiveServer, AnAnswerThatComesLaterStillReachesTheClient) {
 TEST_F(LiveServer, KeepAliveServesSeveralRequestsOnOneConnection) {
   start({});
   const std::string r = exchange(
-      "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
-      "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 200")) << r;
   EXPECT_NE(r.find("create"), std::string::npos) << r;
   EXPECT_TRUE(r.ends_with("ok")) << r;
@@ -262,7 +263,7 @@ TEST_F(LiveServer, ExpectContinueGetsA100BeforeTheBody) {
   with_client([&] {
     const int fd = connect_to(port);
     send_all(fd,
-             "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
+             "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Length: "
              "2\r\nConnection: close\r\n\r\n");
     char buf[256];
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
@@ -281,11 +282,13 @@ TEST_F(LiveServer, OversizedBodyIs413WithoutReadingIt) {
   o.max_body_bytes = 1024;
   start(std::move(o));
   // Declares 12 MB and sends none of it: the answer comes from the head alone.
-  std::string r = exchange("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 12000000\r\n\r\n");
+  std::string r =
+      exchange("POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 12000000\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 413")) << r;
   EXPECT_NE(r.find("payload_too_large"), std::string::npos) << r;
   // Chunked, growing past the limit while being read.
-  std::string chunked = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string chunked =
+      "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 4; ++i) chunked += "200\r\n" + std::string(512, 'a') + "\r\n";
   r = exchange(chunked);
   EXPECT_TRUE(r.starts_with("HTTP/1.1 413")) << r;
@@ -314,7 +317,7 @@ TEST_F(LiveServer, ConnectionsBeyondTheCapGet503) {
   std::string second;
   with_client([&] {
     const int first = connect_to(port);
-    send_all(first, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");  // keeps it open
+    send_all(first, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");  // keeps it open
     char buf[512];
     (void)::recv(first, buf, sizeof buf, 0);
     const int other = connect_to(port);
@@ -330,18 +333,19 @@ TEST_F(LiveServer, TokensAreRequiredExceptForHealthz) {
   HttpServerOptions o;
   o.tokens = *TokenSet::parse("right\n");
   start(std::move(o));
-  std::string r = exchange("GET /v1/jobs/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string r =
+      exchange("GET /v1/jobs/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 401")) << r;
   EXPECT_NE(r.find("unauthenticated"), std::string::npos) << r;
   r = exchange(
-      "GET /v1/jobs/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nConnection: "
+      "GET /v1/jobs/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\nConnection: "
       "close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 401")) << r;
   r = exchange(
-      "GET /v1/jobs/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer right\r\nConnection: "
+      "GET /v1/jobs/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer right\r\nConnection: "
       "close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 200")) << r;
-  r = exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  r = exchange("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(r.starts_with("HTTP/1.1 200")) << r;
 }
 
