@@ -11,6 +11,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -29,6 +30,7 @@
 #include "core/base/text.h"
 #include "prod/api/job_json.h"
 #include "prod/cli/flags.h"
+#include "prod/runtime/tls_client.h"
 
 namespace kairos::cli {
 namespace asio = boost::asio;
@@ -68,13 +70,28 @@ absl::StatusCode code_of_http(int status) {
   }
 }
 
-// One request/response exchange on a fresh connection, every step bounded
-// by the stream's expiry and the context's run_for.
-absl::StatusOr<HttpResponse> exchange(const ServerUrl& server, absl::Duration timeout,
-                                      std::size_t max_response, const HttpRequest& request) {
+// One request/response exchange on a fresh connection (TLS when the URL
+// is https://), every step bounded by the stream's expiry and the
+// context's run_for.
+absl::StatusOr<HttpResponse> exchange(const ServerUrl& server, const std::string& ca_file,
+                                      absl::Duration timeout, std::size_t max_response,
+                                      const HttpRequest& request) {
   asio::io_context ioc;
   tcp::resolver resolver(ioc);
-  beast::tcp_stream stream(ioc);
+  std::optional<asio::ssl::context> tls;
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
+  if (server.tls) {
+    tls.emplace(asio::ssl::context::tls_client);
+    KAIROS_RETURN_IF_ERROR(configure_tls_client(*tls, ca_file, /*verify=*/true, "flag --ca-file"));
+    secure.emplace(ioc, *tls);
+    boost::system::error_code ec;
+    asio::ip::make_address(server.host, ec);
+    prepare_tls_client(*secure, server.host, /*host_is_ip=*/!ec, /*verify=*/true);
+  } else {
+    plain.emplace(ioc);
+  }
+  beast::tcp_stream& tcp_layer = secure ? beast::get_lowest_layer(*secure) : *plain;
   beast::flat_buffer buffer;
   http::request<http::string_body> req;
   req.version(11);
@@ -95,7 +112,7 @@ absl::StatusOr<HttpResponse> exchange(const ServerUrl& server, absl::Duration ti
   parser.header_limit(64 * 1024);
 
   const auto chrono_timeout = absl::ToChronoMilliseconds(timeout);
-  stream.expires_after(chrono_timeout);
+  tcp_layer.expires_after(chrono_timeout);
   beast::error_code failure;
   std::string stage;
   bool done = false;
@@ -103,24 +120,31 @@ absl::StatusOr<HttpResponse> exchange(const ServerUrl& server, absl::Duration ti
     failure = ec;
     stage = std::string(what);
   };
+  // Write the request and read the answer on whichever stream is in use.
+  auto talk = [&](auto& stream) {
+    http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
+      if (ec) return fail("send", ec);
+      http::async_read(stream, buffer, parser, [&](beast::error_code ec, std::size_t) {
+        if (ec) return fail("read", ec);
+        done = true;
+      });
+    });
+  };
   // The service name is numeric; host names are looked up here.
   resolver.async_resolve(
       server.host, std::to_string(server.port),
       [&](beast::error_code ec, tcp::resolver::results_type results) {
         if (ec) return fail("resolve", ec);
-        stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
+        tcp_layer.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
           if (ec) return fail("connect", ec);
-          http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
-            if (ec) return fail("send", ec);
-            http::async_read(stream, buffer, parser, [&](beast::error_code ec, std::size_t) {
-              if (ec) return fail("read", ec);
-              done = true;
-            });
+          if (!secure) return talk(*plain);
+          secure->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code ec) {
+            if (ec) return fail("handshake", ec);
+            talk(*secure);
           });
         });
       });
   ioc.run_for(chrono_timeout + std::chrono::milliseconds(500));
-
   const std::string where = absl::StrCat("server ", server.text);
   const std::string unknown =
       stage == "read" || stage == "send"
@@ -141,6 +165,10 @@ absl::StatusOr<HttpResponse> exchange(const ServerUrl& server, absl::Duration ti
     if (stage == "resolve")
       return absl::UnavailableError(
           absl::StrCat(where, ": cannot resolve host '", server.host, "': ", failure.message()));
+    if (stage == "handshake")  // nothing was sent: a definite failure
+      return absl::UnavailableError(absl::StrCat(
+          where, ": TLS handshake failed: ", tls_error_text(failure, secure->native_handle()),
+          " (a private CA: --ca-file or KAIROS_CA_FILE)"));
     return absl::UnavailableError(
         absl::StrCat(where, ": ", stage, " failed: ", failure.message(), unknown,
                      stage == "connect" ? " (is it running? see --server, KAIROS_SERVER)" : ""));
@@ -193,15 +221,11 @@ std::string HttpResponse::header(std::string_view name) const {
 absl::StatusOr<ServerUrl> parse_server_url(std::string_view url) {
   ServerUrl out;
   out.text = std::string(url);
-  if (absl::StartsWithIgnoreCase(absl_sv(url), "https://"))
-    return absl::InvalidArgumentError(
-        absl::StrCat("flag --server: https is not supported by this client yet (TLS is a "
-                     "follow-up); use http://, got '",
-                     excerpt(url), "'"));
-  if (!absl::StartsWithIgnoreCase(absl_sv(url), "http://"))
+  out.tls = absl::StartsWithIgnoreCase(absl_sv(url), "https://");
+  if (!out.tls && !absl::StartsWithIgnoreCase(absl_sv(url), "http://"))
     return absl::InvalidArgumentError(absl::StrCat(
-        "flag --server: expected http://HOST[:PORT][/PATH], got '", excerpt(url), "'"));
-  std::string_view rest = url.substr(7);
+        "flag --server: expected http(s)://HOST[:PORT][/PATH], got '", excerpt(url), "'"));
+  std::string_view rest = url.substr(out.tls ? 8 : 7);
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
@@ -219,9 +243,11 @@ absl::StatusOr<ServerUrl> parse_server_url(std::string_view url) {
   const bool has_port = authority.starts_with('[') ? authority.find("]:") != std::string_view::npos
                                                    : authority.find(':') != std::string_view::npos;
   HostPort hp;
-  if (absl::Status s = parse_host_port(
-          has_port ? std::string(authority) : absl::StrCat(absl_sv(authority), ":80"), &hp,
-          /*allow_port_zero=*/false);
+  if (absl::Status s =
+          parse_host_port(has_port ? std::string(authority)
+                                   : absl::StrCat(absl_sv(authority), out.tls ? ":443" : ":80"),
+                          &hp,
+                          /*allow_port_zero=*/false);
       !s.ok())
     return absl::InvalidArgumentError(absl::StrCat("flag --server: ", s.message()));
   out.host = hp.host;
@@ -231,9 +257,11 @@ absl::StatusOr<ServerUrl> parse_server_url(std::string_view url) {
   return out;
 }
 
-Transport beast_transport(ServerUrl server, absl::Duration timeout, std::size_t max_response) {
-  return [server = std::move(server), timeout, max_response](const HttpRequest& request) {
-    return exchange(server, timeout, max_response, request);
+Transport beast_transport(ServerUrl server, absl::Duration timeout, std::size_t max_response,
+                          std::string ca_file) {
+  return [server = std::move(server), timeout, max_response,
+          ca_file = std::move(ca_file)](const HttpRequest& request) {
+    return exchange(server, ca_file, timeout, max_response, request);
   };
 }
 
@@ -343,7 +371,10 @@ absl::StatusOr<json::array> list_jobs(const ApiClient& client, std::string_view 
 
 void add_client_flags(FlagTable& table, ClientFlags* flags, bool timeout_is_request) {
   table.add({"server", "URL", "$KAIROS_SERVER or http://127.0.0.1:8080",
-             "the API server (http:// only)", set_string(&flags->server)});
+             "the API server (http:// or https://)", set_string(&flags->server)});
+  table.add({"ca-file", "FILE", "$KAIROS_CA_FILE or the system's",
+             "PEM certificates trusted for an https:// server\n(besides the system's)",
+             set_string(&flags->ca_file)});
   table.add({"token-file", "FILE", "$KAIROS_TOKEN",
              "a file whose first line is the bearer token; else\nthe token in KAIROS_TOKEN",
              set_string(&flags->token_file)});
@@ -374,7 +405,19 @@ absl::StatusOr<ApiClient> make_client(const ClientFlags& flags, const Transport&
   if (!is_printable_ascii(token) || token.find(' ') != std::string::npos)
     return absl::InvalidArgumentError(
         "flag --token-file: the token must be printable ASCII without spaces");
-  Transport t = transport ? transport : beast_transport(std::move(url), flags.timeout);
+  std::string ca_file = flags.ca_file;
+  if (!ca_file.empty() && !url.tls)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flag --ca-file: only for an https:// server; --server is '", excerpt(url.text), "'"));
+  if (const char* env = std::getenv("KAIROS_CA_FILE"); ca_file.empty() && env != nullptr)
+    ca_file = env;
+  if (url.tls && !ca_file.empty()) {  // a file that does not load is a usage error, now
+    asio::ssl::context probe(asio::ssl::context::tls_client);
+    KAIROS_RETURN_IF_ERROR(configure_tls_client(probe, ca_file, true, "flag --ca-file"));
+  }
+  Transport t = transport ? transport
+                          : beast_transport(std::move(url), flags.timeout, kMaxResponseSize,
+                                            url.tls ? std::move(ca_file) : std::string());
   return ApiClient(std::move(t), std::move(token));
 }
 

@@ -7,8 +7,11 @@
 // else to do while it waits.
 //
 // Guarantees.
-// - Only http:// servers; an https:// URL is refused with an error saying
-//   TLS is not in this client yet.
+// - http:// and https:// servers. TLS is verified as the webhook runner
+//   verifies it (prod/runtime/tls_client.h): TLS >= 1.2, the system's trust
+//   store plus --ca-file / KAIROS_CA_FILE, the certificate checked against
+//   the URL's host; a failed handshake is kUnavailable naming the reason
+//   (nothing was sent).
 // - Every request ends within the timeout (resolve, connect, write and read
 //   together); a timeout is kDeadlineExceeded and says the outcome is
 //   unknown (the request may have taken effect, and is safe to retry).
@@ -78,8 +81,9 @@ struct HttpResponse {
 
 using Transport = std::function<absl::StatusOr<HttpResponse>(const HttpRequest&)>;
 
-// "http://HOST[:PORT][/BASE]"; PORT defaults to 80.
+// "http://HOST[:PORT][/BASE]" (PORT defaults to 80) or "https://..." (443).
 struct ServerUrl {
+  bool tls = false;
   std::string host;
   std::uint16_t port = 80;
   std::string base_path;  // without a trailing '/'; may be empty
@@ -87,9 +91,10 @@ struct ServerUrl {
 };
 absl::StatusOr<ServerUrl> parse_server_url(std::string_view url);
 
-// The real transport: Boost.Beast over TCP, a fresh connection per request.
+// The real transport: Boost.Beast over TCP (TLS for https://, trusting
+// `ca_file` besides the system's store), a fresh connection per request.
 Transport beast_transport(ServerUrl server, absl::Duration timeout,
-                          std::size_t max_response = kMaxResponseSize);
+                          std::size_t max_response = kMaxResponseSize, std::string ca_file = "");
 
 // The status a non-2xx response stands for (see the file comment).
 absl::Status status_of_response(const HttpResponse& response);
@@ -133,6 +138,7 @@ absl::StatusOr<boost::json::array> list_jobs(const ApiClient& client, std::strin
 struct ClientFlags {
   std::string server;
   std::string token_file;
+  std::string ca_file;
   bool json = false;
   absl::Duration timeout = absl::Seconds(30);
 };

@@ -23,6 +23,7 @@
 #include "core/base/check.h"
 #include "core/base/rfc3339.h"
 #include "prod/runners/process_runner.h"
+#include "prod/runtime/tls_client.h"
 
 namespace kairos {
 
@@ -68,16 +69,6 @@ constexpr std::string_view kReserved[] = {
 bool reserved(std::string_view name) {
   const std::string lower = absl::AsciiStrToLower(absl_sv(name));
   return std::find(std::begin(kReserved), std::end(kReserved), lower) != std::end(kReserved);
-}
-
-std::string ssl_error_text(const boost::system::error_code& ec, SSL* ssl) {
-  if (ssl != nullptr) {
-    const long verify = SSL_get_verify_result(ssl);
-    if (verify != X509_V_OK)
-      return absl::StrCat("certificate verification failed: ",
-                          X509_verify_cert_error_string(verify));
-  }
-  return ec.message();
 }
 
 }  // namespace
@@ -208,18 +199,8 @@ absl::StatusOr<std::unique_ptr<HttpRunner>> HttpRunner::create(asio::io_context&
       return absl::InvalidArgumentError(
           absl::StrCat("http runner: retryable status ", s, " is not a 4xx status"));
   auto tls = std::make_unique<Tls>();
-  boost::system::error_code ec;
-  tls->context.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                           ssl::context::no_tlsv1_1);
-  tls->context.set_default_verify_paths(ec);  // a missing system store is not fatal
-  if (!options.ca_file.empty()) {
-    tls->context.load_verify_file(options.ca_file, ec);
-    if (ec)
-      return absl::InvalidArgumentError(absl::StrCat("http runner: cannot load the CA file '",
-                                                     options.ca_file, "': ", ec.message()));
-  }
-  tls->context.set_verify_mode(options.verify_certificates ? ssl::verify_peer : ssl::verify_none);
+  KAIROS_RETURN_IF_ERROR(configure_tls_client(tls->context, options.ca_file,
+                                              options.verify_certificates, "http runner"));
   return std::unique_ptr<HttpRunner>(
       new HttpRunner(io, timers, clock, std::move(options), std::move(tls)));
 }
@@ -377,17 +358,14 @@ void HttpRunner::connected(const CallPtr& c) {
     return;
   }
   c->phase = "the TLS handshake";
-  SSL* ssl = c->secure->native_handle();
-  if (!c->url.host_is_ip) SSL_set_tlsext_host_name(ssl, c->url.host.c_str());
-  if (options_.verify_certificates)
-    c->secure->set_verify_callback(ssl::host_name_verification(c->url.host));
+  prepare_tls_client(*c->secure, c->url.host, c->url.host_is_ip, options_.verify_certificates);
   c->secure->async_handshake(
       ssl::stream_base::client, [this, alive = alive_, c](const boost::system::error_code& ec) {
         if (!*alive || c->finished) return;
         if (ec) {
           finish(c, RunOutcome{RunStatus::kFailed, 0,
                                absl::StrCat("TLS handshake with ", c->url.host_header, " failed: ",
-                                            ssl_error_text(ec, c->secure->native_handle()))});
+                                            tls_error_text(ec, c->secure->native_handle()))});
           return;
         }
         send(c);

@@ -62,7 +62,7 @@ TEST(ExitCodes, TheServersFieldIsKept) {
   EXPECT_EQ(describe(html), "HTTP 502: <html>bad gateway</html>");
 }
 
-TEST(ServerUrl, HttpOnlyWithPortAndBasePath) {
+TEST(ServerUrl, PortAndBasePath) {
   auto u = parse_server_url("http://sched.internal:9000/kairos/");
   ASSERT_TRUE(u.ok()) << u.status();
   EXPECT_EQ(u->host, "sched.internal");
@@ -72,10 +72,13 @@ TEST(ServerUrl, HttpOnlyWithPortAndBasePath) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->host, "::1");
   EXPECT_EQ(d->port, 80);
-  auto tls = parse_server_url("https://sched.internal");
-  ASSERT_FALSE(tls.ok());
-  EXPECT_NE(tls.status().message().find("https is not supported"), std::string_view::npos);
-  EXPECT_EQ(exit_code(tls.status()), kExitUsage);
+  EXPECT_FALSE(d->tls);
+  auto tls = parse_server_url("https://sched.internal");  // more in api_client_tls_test.cc
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_TRUE(tls->tls);
+  EXPECT_EQ(tls->port, 443);
+  const auto bad = parse_server_url("sched.internal:8080");
+  EXPECT_EQ(exit_code(bad.status()), kExitUsage);
   EXPECT_FALSE(parse_server_url("sched.internal:8080").ok());
   EXPECT_FALSE(parse_server_url("http://host:99999").ok());
   EXPECT_FALSE(parse_server_url("http://u:p@host").ok());
