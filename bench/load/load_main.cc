@@ -419,6 +419,7 @@ int run(int argc, char** argv) {
                                      {"max", late.empty() ? 0.0 : late.back() / 1e3}}},
         {"all_started_seconds",
          std::isnan(all_started) ? json::value(nullptr) : json::value(all_started)},
+        {"last_due_seconds", seconds(last_due - first_due)},
         {"load_cpu_seconds", self_cpu},
         {"load_average_before", load_before},
         {"load_average_after", load_after},
@@ -453,7 +454,9 @@ int run(int argc, char** argv) {
                 ms(percentile(late, 0.5)).c_str(), ms(percentile(late, 0.9)).c_str(),
                 ms(percentile(late, 0.99)).c_str(), ms(percentile(late, 0.999)).c_str(),
                 ms(late.empty() ? 0 : late.back()).c_str());
-    std::printf("  all started   %.2f s after the first due instant\n", all_started);
+    std::printf(
+        "  all started   %.2f s after the first due instant (the last was due at +%.2f s)\n",
+        all_started, seconds(last_due - first_due));
     if (server_cpu)
       std::printf(
           "  server        %.2f s CPU over the span (%.0f us per run), %.2f s creating; "
