@@ -1,4 +1,5 @@
-// kairos-load: drives a real `kairos server` through its public surfaces and
+// kairos-load: drives a real `kairos server` through its
+// public surfaces and
 // proves what it measured ran exactly once.
 //
 // What it does. It creates --jobs one-off jobs through the HTTP API
@@ -110,18 +111,21 @@ std::string ms(std::int64_t us) {
   return absl::StrFormat("%.1f ms", static_cast<double>(us) / 1e3);
 }
 
-// POST one batch, retrying while the server says unavailable (it may still be
-// taking its shard leases; a batch is safe to retry).
-absl::Status post_batch(const cli::ApiClient& client, const json::value& body) {
-  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+// One API call, retried while the server says unavailable (a server that
+// just started may still be taking its shard leases; a batch is safe to
+// retry); other errors at once.
+absl::StatusOr<cli::ApiResult> call_retrying(const cli::ApiClient& client, std::string_view method,
+                                             const std::string& target, const json::value* body,
+                                             absl::Duration patience) {
+  const absl::Time give_up = absl::Now() + patience;
   absl::Duration backoff = absl::Milliseconds(50);
   for (;;) {
-    auto r = client.call("POST", "/v1/jobs:batch", &body);
-    if (r.ok()) return absl::OkStatus();
-    if (r.status().code() != absl::StatusCode::kUnavailable &&
-        r.status().code() != absl::StatusCode::kDeadlineExceeded)
-      return r.status();
-    if (absl::Now() + backoff > give_up) return r.status();
+    auto r = client.call(method, target, body);
+    if (r.ok() ||
+        (r.status().code() != absl::StatusCode::kUnavailable &&
+         r.status().code() != absl::StatusCode::kDeadlineExceeded) ||
+        absl::Now() + backoff > give_up)
+      return r;
     std::this_thread::sleep_for(absl::ToChronoMilliseconds(backoff));
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
@@ -296,6 +300,11 @@ int run(int argc, char** argv) {
   cf.timeout = absl::Seconds(60);
   auto client = cli::make_client(cf);
   if (!client.ok()) return table.usage_error(std::string(client.status().message()));
+  // The API answers (and takes the token) before any worker starts: a wrong
+  // --server or token fails within seconds.
+  if (auto probe = call_retrying(*client, "GET", "/v1/jobs?page_size=1", nullptr, absl::Seconds(5));
+      !probe.ok())
+    return fail(absl::StrCat("the server's API: ", cli::describe(probe.status())));
   cli::HostPort hp;
   if (absl::Status s = cli::parse_host_port(listen, &hp, false); !s.ok())
     return fail(absl::StrCat("the server's listen address: ", s.message()));
@@ -313,7 +322,9 @@ int run(int argc, char** argv) {
   WorkerPool pool(wo);
   if (absl::Status s = pool.start(absl::Seconds(30)); !s.ok())
     return fail(absl::StrCat(std::string(s.message()),
-                             spawned ? "\n" + spawned->log_tail() : std::string()));
+                             spawned ? "\n" + spawned->log_tail()
+                                     : std::string(" (is --listen the server's --listen address, "
+                                                   "and --worker-secret-file its secret?)")));
 
   // Jobs: ids in order, nominal times from the first due instant.
   const absl::Time created_from = absl::Now();
@@ -336,8 +347,9 @@ int run(int argc, char** argv) {
                                   {"command", json::object{{"argv", json::array{"/bin/true"}}}}});
     }
     const json::value body = json::object{{"jobs", std::move(jobs)}};
-    if (absl::Status s = post_batch(*client, body); !s.ok())
-      return fail(absl::StrCat("creating jobs ", from, "..: ", cli::describe(s)));
+    if (auto r = call_retrying(*client, "POST", "/v1/jobs:batch", &body, absl::Seconds(60));
+        !r.ok())
+      return fail(absl::StrCat("creating jobs ", from, "..: ", cli::describe(r.status())));
   }
   const absl::Time created_until = absl::Now();
   const double server_cpu_after_create =
@@ -438,6 +450,7 @@ int run(int argc, char** argv) {
       out["server_cpu_us_per_run"] = *server_cpu * 1e6 / std::max<double>(1, rec.accepted);
       out["server_create_cpu_seconds"] = *server_create_cpu;
       out["server_rss_bytes"] = server_after->rss_bytes;
+      out["server_rss_anon_bytes"] = server_after->rss_anon_bytes;
       out["store_bytes"] = store_bytes;
     }
     std::printf("%s\n", json::serialize(out).c_str());
@@ -454,15 +467,19 @@ int run(int argc, char** argv) {
                 ms(percentile(late, 0.5)).c_str(), ms(percentile(late, 0.9)).c_str(),
                 ms(percentile(late, 0.99)).c_str(), ms(percentile(late, 0.999)).c_str(),
                 ms(late.empty() ? 0 : late.back()).c_str());
-    std::printf(
-        "  all started   %.2f s after the first due instant (the last was due at +%.2f s)\n",
-        all_started, seconds(last_due - first_due));
+    const std::string last_due_note =
+        f.rate == 0
+            ? std::string()
+            : absl::StrFormat(" (the last was due at +%.2f s)", seconds(last_due - first_due));
+    std::printf("  all started   %.2f s after the first due instant%s\n", all_started,
+                last_due_note.c_str());
     if (server_cpu)
       std::printf(
           "  server        %.2f s CPU over the span (%.0f us per run), %.2f s creating; "
-          "RSS %.0f MiB; store %.0f MiB\n",
+          "RSS %.0f MiB (%.0f MiB without the store's mapped pages); store %.0f MiB\n",
           *server_cpu, *server_cpu * 1e6 / std::max<double>(1, rec.accepted), *server_create_cpu,
           static_cast<double>(server_after->rss_bytes) / (1 << 20),
+          static_cast<double>(server_after->rss_anon_bytes) / (1 << 20),
           static_cast<double>(store_bytes) / (1 << 20));
     std::printf("  load tool     %.2f s CPU over the span; load average %s before, %s after\n",
                 self_cpu, load_before.c_str(), load_after.c_str());

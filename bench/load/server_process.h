@@ -15,7 +15,9 @@
 // is kept.
 //
 // Process figures (any server pid on this machine): CPU seconds (user +
-// system, /proc/PID/stat fields 14 and 15) and resident memory (field 24).
+// system, /proc/PID/stat fields 14 and 15), resident memory (field 24) and
+// its anonymous part (RssAnon of /proc/PID/status: without the store's
+// memory-mapped file).
 #pragma once
 
 #include <sys/types.h>
@@ -32,9 +34,11 @@ namespace kairos::load {
 
 struct ProcessFigures {
   double cpu_seconds = 0;
-  std::uint64_t rss_bytes = 0;
+  std::uint64_t rss_bytes = 0;       // resident, the store's mapped pages included
+  std::uint64_t rss_anon_bytes = 0;  // resident anonymous memory (heap, stacks): without them
 };
-// From /proc/PID/stat; an error when the process is gone or unreadable.
+// From /proc/PID/stat and /proc/PID/status (RssAnon); an error when the
+// process is gone or unreadable.
 absl::StatusOr<ProcessFigures> process_figures(pid_t pid);
 // The bytes of the regular files under `dir` (the store's size on disk).
 std::uint64_t directory_bytes(const std::string& dir);
