@@ -7,7 +7,9 @@
 #      every run completed and its figures present;
 #   2. the same against a server started separately (--server, --listen),
 #      with a steady --rate;
-#   3. bad flags exit 2 with a message naming the flag.
+#   3. bad flags exit 2 with a message naming the flag;
+#   4. a job that runs twice (a manual trigger before its instant, then its
+#      scheduled run) fails the check: exit 1, the job named with its 2 runs.
 KAIROS="$1"
 LOAD="$2"
 SINK=""
@@ -54,7 +56,7 @@ timeout 240 "$LOAD" --server "$KAIROS_SERVER" --listen "127.0.0.1:$listen_port" 
   --rate 100 --concurrency 8 --slots 2 --lead 2s --timeout 120s >"$work/server.out" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] || fail "kairos-load --server: exit $rc: $(cat "$work/server.out")"
-grep -q "exactly once  yes: 200 of 200 jobs" "$work/server.out" ||
+grep -q "exactly once  yes: 200 of 200 jobs have their one scheduled run" "$work/server.out" ||
   fail "kairos-load --server: no exactly-once line: $(cat "$work/server.out")"
 # Its jobs are really on that server, each with its one run.
 job=$(curl -s --max-time 10 "$KAIROS_SERVER/v1/jobs?page_size=1" | jq -r '.jobs[0].id')
@@ -64,4 +66,18 @@ curl -s --max-time 10 "$KAIROS_SERVER/v1/jobs/$job/runs" |
 kill -TERM "$server"
 exited_within 60 "$server" || fail "the server did not stop within 60 s of SIGTERM"
 [ "$rc" -eq 0 ] || fail "the server exited $rc after SIGTERM"
+
+# --- 4. a second run of one job is caught -------------------------------------
+start_server twice --data-dir "$work/data2" --workers 0
+"$LOAD" --server "$KAIROS_SERVER" --listen "127.0.0.1:$listen_port" --jobs 50 --lead 10s \
+  --timeout 60s >"$work/twice.out" 2>&1 &
+load_pid=$!
+first_job() { job=$(curl -s --max-time 5 "$KAIROS_SERVER/v1/jobs?page_size=1" | jq -r '.jobs[0].id // empty') && [ -n "$job" ]; }
+wait_for 30 first_job || fail "kairos-load created no job within 30 s: $(cat "$work/twice.out")"
+curl -s -f --max-time 10 -X POST "$KAIROS_SERVER/v1/jobs/$job:trigger" -d '{"force": true}' >/dev/null ||
+  fail "cannot trigger $job"
+exited_within 120 "$load_pid" || fail "kairos-load did not end within 120 s"
+[ "$rc" -eq 1 ] || fail "kairos-load with a job run twice: exit $rc, expected 1: $(cat "$work/twice.out")"
+grep -q "exactly once  NO" "$work/twice.out" && grep -q "$job: 2 runs" "$work/twice.out" ||
+  fail "kairos-load did not name the job run twice: $(cat "$work/twice.out")"
 echo "PASS"
