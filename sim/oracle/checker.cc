@@ -15,6 +15,7 @@
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
 #include "sim/oracle/replay.h"
+#include "sim/scenario/client_events.h"
 
 namespace kairos::sim {
 
@@ -458,6 +459,26 @@ struct RuleEntry {
   std::string_view name;
   Invariant::Rule rule;
 };
+// R1: the client judged each read's answer against what it had been told
+// before sending it (sim/scenario/workload.h, "Reads"); every read it found
+// contradicting that is one violation, with the client's detail.
+void reads_see_acknowledged_writes(const History& h, const Replay&, Findings& out) {
+  if (h.events == nullptr) return;
+  for (const NodeEvent& e : *h.events) {
+    if (e.event.kind != client_events::kReadAnomaly || !out.open()) continue;
+    auto text = [&](std::string_view name) {
+      const auto* v = e.event.find(name);
+      return v != nullptr && std::get_if<std::string>(v) ? std::get<std::string>(*v)
+                                                         : std::string();
+    };
+    out.add({std::string(out.invariant()),
+             text("job"),
+             "",
+             absl::StrCat(text("op"), " at ", absl::FormatTime(e.at), ": ", text("detail")),
+             {}});
+  }
+}
+
 constexpr RuleEntry kRules[] = {
     {inv::kOccurrencesComplete, occurrences_complete},
     {inv::kEffectPerSuccess, effect_per_success},
@@ -488,6 +509,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kDeadlineInsideLease, deadline_inside_lease},
     {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
     {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
+    {inv::kReadsSeeAcknowledgedWrites, reads_see_acknowledged_writes},
     {inv::kExpectationsMet, expectations_met},
 };
 

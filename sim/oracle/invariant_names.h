@@ -49,6 +49,8 @@ inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-ov
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
+// The client's reads (sim/scenario/workload.h, "Reads").
+inline constexpr std::string_view kReadsSeeAcknowledgedWrites = "reads-see-acknowledged-writes";
 // The scenario's own expectations (sim/oracle/expectations.cc).
 inline constexpr std::string_view kExpectationsMet = "expectations-met";
 }  // namespace inv
@@ -124,6 +126,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeaderWritesWithinLease,
                   "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
                   "leader before its lease expiry (store clock)"},
+    InvariantInfo{inv::kReadsSeeAcknowledgedWrites,
+                  "(R1) a read through the job API sees every write acknowledged before it was "
+                  "sent, and a listing, ledger or runs answer holds nothing twice"},
     InvariantInfo{inv::kExpectationsMet,
                   "(S) every `expect` line of the scenario holds on the run: what it exists to "
                   "show happened"},

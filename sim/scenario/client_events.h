@@ -19,10 +19,14 @@ inline constexpr std::string_view kResumed = "client.resumed";
 inline constexpr std::string_view kRescheduled = "client.rescheduled";
 inline constexpr std::string_view kTriggered = "client.triggered";
 inline constexpr std::string_view kControlRefused = "client.control_refused";
+// A read whose answer contradicts what the client had been told
+// (sim/scenario/workload.h, "Reads"): op, job, detail.
+inline constexpr std::string_view kReadAnomaly = "client.read_anomaly";
 
 // Every kind above, once (kPrefix is not a kind).
 inline constexpr std::array kAllClientEventKinds = {
-    kJobCreated, kCancelAcked, kPaused, kResumed, kRescheduled, kTriggered, kControlRefused,
+    kJobCreated,  kCancelAcked, kPaused,         kResumed,
+    kRescheduled, kTriggered,   kControlRefused, kReadAnomaly,
 };
 
 // Whether `kind` is in kAllClientEventKinds.

@@ -846,6 +846,10 @@ absl::Status parse_fault(ParseState& p) {
     return a.err("expected peer=<node>");
   if (f.kind == FaultKind::kCrashAt && f.point.empty())
     return a.err("expected point=<crash point name>");
+  // The store has no "down for good": without a length it would stay down
+  // until the quiet tail while the checker saw a fault window of zero.
+  if (f.kind == FaultKind::kStoreCrash && f.length <= absl::ZeroDuration())
+    return a.err("expected for=<duration> (how long the store stays down)");
   p.selectors.emplace_back(p.number(), f.node);
   if (!f.peer.empty()) p.selectors.emplace_back(p.number(), f.peer);
   p.s.faults.push_back(std::move(f));
@@ -869,6 +873,21 @@ void format_fault(const Scenario& s, std::string& out) {
     if (!f.job.empty()) absl::StrAppend(&l, " job=", quote(f.job));
     put(out, l);
   }
+}
+
+absl::Status parse_reads(ParseState& p) {
+  Attrs a = p.attrs(1);
+  ReadSpec& r = p.s.reads;
+  a.dur("every", &r.every);
+  a.num("page", &r.page, 1, 1000, "a page size");
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (r.every < absl::Milliseconds(100) || r.every > absl::Hours(24))
+    return p.error("reads: every: expected a duration in [100ms, 24h]");
+  return absl::OkStatus();
+}
+void format_reads(const Scenario& s, std::string& out) {
+  if (s.reads.every == absl::ZeroDuration()) return;
+  put(out, "reads every=", format_duration(s.reads.every), " page=", s.reads.page);
 }
 
 absl::Status parse_swarm(ParseState& p) {
@@ -1021,6 +1040,7 @@ constexpr Directive kDirectives[] = {
      "reschedule at=20m count=1 every=2m\n"
      "trigger at=25m count=3\n"
      "reschedule at=30m count=1 expr=\"0 * * * *\" zone=UTC\n"},
+    {{"reads"}, true, parse_reads, format_reads, "reads every=5s page=3\n"},
     {{"fault"},
      false,
      parse_fault,

@@ -184,6 +184,16 @@ struct FaultSpec {
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
 
+// The client's reads (`reads every=D page=N`): every D it reads through the
+// job API (one job, a full paged listing of page size N, a job's ledger or
+// its runs, the cluster view) and checks each answer against what it was
+// told before sending (sim/scenario/workload.h). Off when `every` is zero.
+struct ReadSpec {
+  absl::Duration every = absl::ZeroDuration();
+  std::uint32_t page = 7;
+  friend bool operator==(const ReadSpec&, const ReadSpec&) = default;
+};
+
 // Random faults drawn per seed (swarm testing).
 struct RandomFaults {
   std::uint32_t per_hour = 0;
@@ -209,6 +219,7 @@ struct Scenario {
   std::vector<JobSpec> jobs;
   std::vector<CancelSpec> cancels;
   std::vector<ControlSpec> controls;  // in file order
+  ReadSpec reads;
   std::vector<FaultSpec> faults;
   RandomFaults random_faults;
   // Invariants switched off by `ignore NAME` (all are on by default).

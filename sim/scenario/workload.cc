@@ -1,6 +1,11 @@
 #include "sim/scenario/workload.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/cord.h"
@@ -96,7 +101,8 @@ std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time 
   return out;
 }
 
-Workload::Workload(const Scenario& s, absl::Time start, Random random) : random_(random) {
+Workload::Workload(const Scenario& s, absl::Time start, Random random)
+    : reads_(s.reads), random_(random) {
   const absl::Duration quantum = s.timing.quantum;  // zero: every time as drawn
   std::vector<std::size_t> recurring;
   for (std::size_t spec_i = 0; spec_i < s.jobs.size(); ++spec_i) {
@@ -271,6 +277,7 @@ void Workload::start(NodeContext& ctx) {
       if (gen == generation_) control(i);
     });
   }
+  if (reads_.every > absl::ZeroDuration()) arm_reads();
 }
 
 void Workload::create(std::size_t i) {
@@ -319,6 +326,7 @@ void Workload::cancel(std::size_t index) {
     c.acked = true;
     c.acked_at = ctx_->world.now();
     const std::string& id = jobs_[c.job].spec.id;
+    jobs_[c.job].cancel_generation = r->job.generation;
     acked_cancels_.push_back({id, r->job.incarnation, ctx_->world.now()});
     Event e;
     e.at = ctx_->clock.now();
@@ -469,6 +477,176 @@ void Workload::answered(std::size_t index, const absl::Status& status, std::uint
     if (run_nominal) e.with("nominal", *run_nominal);
   }
   ctx_->log.record(std::move(e));
+}
+
+void Workload::arm_reads() {
+  const std::uint64_t gen = generation_;
+  ctx_->timers.after(reads_.every, [this, gen] {
+    if (gen != generation_) return;
+    read_once();
+    arm_reads();
+  });
+}
+
+void Workload::read_once() {
+  std::vector<std::size_t> known;
+  for (std::size_t i = 0; i < jobs_.size(); ++i)
+    if (jobs_[i].acked) known.push_back(i);
+  if (known.empty()) return;
+  const std::size_t job = known[random_.below(known.size())];
+  switch (random_.below(5)) {
+    case 0:
+      read_job(job);
+      return;
+    case 1:
+      read_list();
+      return;
+    case 2:
+      read_ledger(job);
+      return;
+    case 3:
+      read_runs(job);
+      return;
+    default: {
+      SchedulerNode* node = ctx_->cluster.pick_scheduler(random_);
+      if (node == nullptr) return;
+      node->get_cluster([this](absl::StatusOr<ClusterView> r) {
+        if (r.ok()) ctx_->world.mark("client.read-checked");
+      });
+      return;
+    }
+  }
+}
+
+void Workload::read_anomaly(std::string_view op, std::string_view job, std::string detail) {
+  Event e;
+  e.at = ctx_->clock.now();
+  e.kind = client_events::kReadAnomaly;
+  e.with("op", std::string(op)).with("job", std::string(job)).with("detail", std::move(detail));
+  ctx_->log.record(std::move(e));
+}
+
+void Workload::read_job(std::size_t i) {
+  SchedulerNode* node = ctx_->cluster.pick_scheduler(random_);
+  if (node == nullptr) return;
+  // What the client had been told when it sent the read.
+  const PlannedJob& j = jobs_[i];
+  const std::uint64_t floor = std::max(j.generation, j.cancel_generation);
+  bool cancelled = false;
+  std::uint64_t incarnation = j.acked->incarnation;
+  for (const PlannedCancel& c : cancels_) {
+    if (c.job != i || !c.acked) continue;
+    cancelled = !c.again.has_value();
+    if (c.again) incarnation = std::max(incarnation, c.again->incarnation);
+  }
+  node->get_job(j.spec.id, [this, i, floor, cancelled,
+                            incarnation](absl::StatusOr<std::optional<JobRecord>> r) {
+    if (!r.ok()) return;
+    const std::string& id = jobs_[i].spec.id;
+    ctx_->world.mark("client.read-checked");
+    if (!r->has_value()) {
+      read_anomaly("get", id, "a job whose create was acknowledged is not found");
+      return;
+    }
+    const JobRecord& rec = **r;
+    if (rec.generation < floor)
+      read_anomaly("get", id,
+                   absl::StrCat("generation ", rec.generation, " is older than ", floor,
+                                ", which an acknowledged request had already made"));
+    if (rec.incarnation < incarnation)
+      read_anomaly("get", id,
+                   absl::StrCat("incarnation ", rec.incarnation, " is older than ", incarnation,
+                                ", which an acknowledged create had made"));
+    if (cancelled && rec.state != JobState::kCancelled && rec.incarnation <= incarnation)
+      read_anomaly("get", id, "active although its cancel was acknowledged");
+  });
+}
+
+void Workload::read_list() {
+  struct Listing {
+    std::vector<std::string> must_see;  // acknowledged before the first page was asked
+    std::map<std::string, int> seen;
+    std::size_t pages = 0;
+  };
+  auto l = std::make_shared<Listing>();
+  for (const PlannedJob& j : jobs_)
+    if (j.acked) l->must_see.push_back(j.spec.id);
+  auto page = std::make_shared<std::function<void(std::string)>>();
+  *page = [this, l, page](std::string token) {
+    SchedulerNode* node = ctx_->cluster.pick_scheduler(random_);
+    if (node == nullptr) return;  // abandoned: not judged
+    node->list_jobs(std::move(token), reads_.page, [this, l, page](absl::StatusOr<ListResult> r) {
+      if (!r.ok()) return;
+      ++l->pages;
+      if (r->jobs.size() > reads_.page)
+        read_anomaly(
+            "list", "",
+            absl::StrCat("a page holds ", r->jobs.size(), " jobs, above its size ", reads_.page));
+      for (const JobRecord& rec : r->jobs) ++l->seen[rec.spec.id];
+      if (!r->next_page_token.empty()) {
+        (*page)(r->next_page_token);
+        return;
+      }
+      ctx_->world.mark("client.read-checked");
+      if (l->pages > 1) ctx_->world.mark("client.list-paged");
+      for (const auto& [id, n] : l->seen)
+        if (n > 1) read_anomaly("list", id, absl::StrCat("listed ", n, " times in one listing"));
+      for (const std::string& id : l->must_see)
+        if (!l->seen.contains(id))
+          read_anomaly("list", id, "an acknowledged job is missing from a full listing");
+      *page = nullptr;  // breaks the cycle through the capture
+    });
+  };
+  (*page)(std::string());
+}
+
+void Workload::read_ledger(std::size_t i) {
+  SchedulerNode* node = ctx_->cluster.pick_scheduler(random_);
+  if (node == nullptr) return;
+  LedgerQuery q;
+  q.job_id = jobs_[i].spec.id;
+  q.limit = reads_.page;
+  node->get_ledger(q, [this, i, limit = q.limit](absl::StatusOr<LedgerResult> r) {
+    if (!r.ok()) return;
+    const std::string& id = jobs_[i].spec.id;
+    ctx_->world.mark("client.read-checked");
+    if (r->records.size() > limit)
+      read_anomaly("ledger", id,
+                   absl::StrCat(r->records.size(), " records, above the limit ", limit));
+    // Per incarnation, the records' occurrence ranges [nominal, through]
+    // must not meet: an occurrence has one outcome.
+    std::vector<const LedgerRecord*> recs;
+    for (const LedgerRecord& rec : r->records) recs.push_back(&rec);
+    std::sort(recs.begin(), recs.end(), [](const LedgerRecord* a, const LedgerRecord* b) {
+      return std::tie(a->incarnation, a->nominal) < std::tie(b->incarnation, b->nominal);
+    });
+    for (std::size_t k = 1; k < recs.size(); ++k)
+      if (recs[k]->incarnation == recs[k - 1]->incarnation &&
+          recs[k]->nominal <= recs[k - 1]->through)
+        read_anomaly(
+            "ledger", id,
+            absl::StrCat("occurrence ", absl::FormatTime(recs[k]->nominal), " is recorded twice"));
+  });
+}
+
+void Workload::read_runs(std::size_t i) {
+  SchedulerNode* node = ctx_->cluster.pick_scheduler(random_);
+  if (node == nullptr) return;
+  RunsQuery q;
+  q.job_id = jobs_[i].spec.id;
+  q.limit = reads_.page;
+  node->list_runs(q, [this, i, limit = q.limit](absl::StatusOr<RunsResult> r) {
+    if (!r.ok()) return;
+    const std::string& id = jobs_[i].spec.id;
+    ctx_->world.mark("client.read-checked");
+    if (r->runs.size() > limit)
+      read_anomaly("runs", id, absl::StrCat(r->runs.size(), " runs, above the limit ", limit));
+    std::set<std::pair<std::uint64_t, absl::Time>> seen;
+    for (const RunRecord& run : r->runs)
+      if (!seen.insert({run.id.incarnation, run.id.nominal}).second)
+        read_anomaly("runs", id,
+                     absl::StrCat("run ", absl::FormatTime(run.id.nominal), " listed twice"));
+  });
 }
 
 JobTimeline Workload::timeline(std::size_t i) const {

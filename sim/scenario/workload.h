@@ -34,6 +34,20 @@
 // (owned by the cluster), so a crash of the client node only delays
 // requests: start() re-arms what is outstanding.
 //
+// Reads (`reads every=D page=N`, off by default): every D the client reads
+// through the job API from a random scheduler — one job, a full listing in
+// pages of N, a job's ledger or its runs, or the cluster view — and checks
+// the answer against what it had been told before it sent the read: an
+// acknowledged job exists, at no older generation or incarnation than the
+// client learned, cancelled once its cancel was acknowledged (until it is
+// re-created); a listing that pages through every job holds each job whose
+// create was acknowledged exactly once; a ledger answer never records an
+// occurrence twice and a runs answer never lists a run twice; neither
+// exceeds its limit. A failed check is the client event
+// "client.read_anomaly" (op, job, detail), which the checker reports
+// (reads-see-acknowledged-writes). Reads that get no answer or an error are
+// not judged.
+//
 // Control requests carry If-Match. The client sends the requests on one job
 // one at a time, in plan order (a request waits until every earlier one on
 // that job was answered, acknowledged or refused), and each carries the
@@ -158,7 +172,8 @@ class Workload {
     absl::Duration longest_run;
     std::optional<JobRecord> acked;  // what create_job answered
     std::uint64_t attempts = 0;
-    std::uint64_t generation = 0;  // the job's generation as the client last learned it
+    std::uint64_t generation = 0;         // the job's generation as the client last learned it
+    std::uint64_t cancel_generation = 0;  // the generation its acknowledged cancel wrote
   };
   struct PlannedCancel {
     absl::Duration at;
@@ -199,7 +214,16 @@ class Workload {
   void answered(std::size_t index, const absl::Status& status, std::uint64_t incarnation,
                 std::optional<std::uint64_t> generation, std::optional<absl::Time> run_nominal);
   JobTimeline timeline(std::size_t job) const;
+  // The reads (see the file comment): the next one after `reads_.every`.
+  void arm_reads();
+  void read_once();
+  void read_job(std::size_t job);
+  void read_list();
+  void read_ledger(std::size_t job);
+  void read_runs(std::size_t job);
+  void read_anomaly(std::string_view op, std::string_view job, std::string detail);
 
+  ReadSpec reads_;
   NodeContext* ctx_ = nullptr;
   std::uint64_t generation_ = 0;  // bumped at every start(): old timers are void
   Random random_;

@@ -63,6 +63,8 @@ inline constexpr std::string_view kOtherMarks[] = {
     "sink.timeout-applied",
     "sink.timeout-not-applied",
     "client.stale-control-refused",
+    "client.read-checked",
+    "client.list-paged",
 };
 
 }  // namespace kairos::sim
