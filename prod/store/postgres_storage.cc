@@ -54,21 +54,19 @@ std::string redact(std::string_view s) {
       out += s.substr(start, auth_end - start);
     }
     // Query parameters: password=VALUE up to the next '&'.
-    std::string_view rest = s.substr(auth_end);
-    std::size_t pos = 0;
-    while (pos < rest.size()) {
-      const std::size_t amp = rest.find('&', pos);
-      const std::size_t end = amp == std::string_view::npos ? rest.size() : amp + 1;
-      std::string_view part = rest.substr(pos, end - pos);
-      const std::size_t lead = (part.front() == '?' || part.front() == '&') ? 1 : 0;
-      if (part.substr(lead).starts_with("password=")) {
-        out += part.substr(0, lead + 9);
-        out += "***";
-        if (amp != std::string_view::npos) out += "&";
-      } else {
-        out += part;
-      }
-      pos = end;
+    const std::string_view rest = s.substr(auth_end);
+    const std::size_t q = rest.find('?');
+    out += rest.substr(0, q);
+    if (q == std::string_view::npos) return out;
+    out += '?';
+    std::string_view query = rest.substr(q + 1);
+    for (bool first = true; !query.empty() || first; first = false) {
+      const std::size_t amp = query.find('&');
+      const std::string_view part = query.substr(0, amp);
+      if (!first) out += '&';
+      out += part.starts_with("password=") ? std::string_view("password=***") : part;
+      if (amp == std::string_view::npos) break;
+      query.remove_prefix(amp + 1);
     }
     return out;
   }
