@@ -29,8 +29,16 @@ using Result = std::unique_ptr<PGresult, ResultDeleter>;
 
 // ---------------------------------------------------------------- conninfo
 
+// scheme://...: postgresql:// and postgres://, and (for redaction) any other
+// URI someone might pass by mistake.
 bool is_uri(std::string_view s) {
-  return s.starts_with("postgresql://") || s.starts_with("postgres://");
+  const std::size_t colon = s.find("://");
+  if (colon == std::string_view::npos || colon == 0) return false;
+  for (char c : s.substr(0, colon))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+          c == '-' || c == '.'))
+      return false;
+  return true;
 }
 
 // Replaces the value of every `password` parameter and the URI userinfo's
@@ -118,6 +126,7 @@ std::string password_of(const std::string& conninfo) {
 std::string scrub(std::string message, const std::string& password) {
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   if (!password.empty()) absl::StrReplaceAll({{password, "***"}}, &message);
+  absl::StrReplaceAll({{"\n\t", " "}, {"\n", "; "}}, &message);  // one line per error
   return message;
 }
 
