@@ -294,6 +294,13 @@ int server_command(int argc, char** argv) {
   // Every job runs under the job shim and dies with this process; what a dead
   // incarnation left running is killed before any worker starts.
   std::error_code abs_ec;
+  // With a PostgreSQL store the data directory holds only the job records.
+  if (!flags.postgres.empty() &&
+      (std::filesystem::create_directories(flags.data_dir, abs_ec), abs_ec)) {
+    std::fprintf(stderr, "kairos server: cannot create the data directory %s: %s\n",
+                 flags.data_dir.c_str(), abs_ec.message().c_str());
+    return 1;
+  }
   const std::string job_records =
       (std::filesystem::absolute(flags.data_dir, abs_ec) / kJobRecordsDir).string();
   if (absl::Status s = abs_ec ? absl::UnavailableError(abs_ec.message())

@@ -585,13 +585,24 @@ constexpr const char* kBeginReadOnly =
 
 TxnResult run_transaction(Connection& conn, const PostgresOptions& options, const TxnBody& body,
                           TxnMode mode) {
-  if (absl::Status s = conn.ensure(true); !s.ok()) return {CommitOutcome::kUnavailable, s};
   const bool read_only = mode == TxnMode::kReadOnly;
   Failure f;
-  Result begun = conn.exec(read_only ? kBeginReadOnly : kBeginReadWrite, &f);
-  if (f.failed()) {
-    if (conn.connected()) conn.exec("ROLLBACK", &f);
-    return before_commit("BEGIN", f);
+  Result begun;
+  // A connection that died while idle (a server restart, an idle timeout)
+  // shows only when used: BEGIN changes nothing, so it is sent once more on
+  // a fresh connection before the transaction is given up.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const bool was_connected = conn.connected();
+    if (absl::Status s = conn.ensure(true); !s.ok()) return {CommitOutcome::kUnavailable, s};
+    f = Failure{};
+    begun = conn.exec(read_only ? kBeginReadOnly : kBeginReadWrite, &f);
+    if (!f.failed()) break;
+    if (conn.connected()) {
+      Failure ignored;
+      conn.exec("ROLLBACK", &ignored);
+    }
+    if (!was_connected || f.kind == Failure::kServer || attempt == 1)
+      return before_commit("BEGIN", f);
   }
   absl::Time now;
   if (options.clock != nullptr) {

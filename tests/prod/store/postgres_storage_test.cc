@@ -146,6 +146,24 @@ TEST_F(PostgresStorageTest, ConnectionLostAtCommitIsUnknown) {
   EXPECT_TRUE(run([](Txn&) { return absl::OkStatus(); }, TxnMode::kReadOnly).committed());
 }
 
+TEST_F(PostgresStorageTest, ConnectionThatDiedWhileIdleIsReplacedTransparently) {
+  PostgresOptions options = schema_->options();
+  options.threads = 1;
+  std::atomic<int> pid{0};
+  options.before_commit = [&pid](int p) { pid = p; };
+  open(options);
+  ASSERT_TRUE(run([](Txn& t) {
+                t.put("a", "1");
+                return absl::OkStatus();
+              }).committed());
+  schema_->terminate_backend(pid);  // between transactions: nothing was in flight
+  const TxnResult r = run([](Txn& t) {
+    t.put("b", "2");
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(r.committed()) << r.status;
+}
+
 TEST_F(PostgresStorageTest, BodyErrorIsAbortedAndWritesNothing) {
   open();
   const TxnResult r = run([](Txn& t) {
