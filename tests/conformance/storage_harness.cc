@@ -36,6 +36,17 @@ TempDir::~TempDir() {
 
 namespace {
 
+// Runs `io` until `pred` holds. A wall-clock bound only against hangs; logic
+// never waits on it.
+void run_io_until(boost::asio::io_context& io, const std::function<bool()>& pred, const char* who) {
+  while (!pred()) {
+    if (io.run_one_for(std::chrono::seconds(120)) == 0) {
+      const std::string message = std::string(who) + ": no result within 120 s";
+      KAIROS_CHECK_MSG(false, message.c_str());
+    }
+  }
+}
+
 class MemoryHarness final : public StoreHarness {
  public:
   explicit MemoryHarness(bool deferred) : deferred_(deferred) {
@@ -86,11 +97,7 @@ class LmdbHarness final : public StoreHarness {
   ManualClock& clock() override { return clock_; }
   Timers& loop() override { return timers_; }
   void run_until(const std::function<bool()>& pred) override {
-    while (!pred()) {
-      // A wall-clock bound only against hangs; logic never waits on it.
-      KAIROS_CHECK_MSG(io_.run_one_for(std::chrono::seconds(120)) > 0,
-                       "lmdb harness: no result within 120 s");
-    }
+    run_io_until(io_, pred, "lmdb harness");
   }
 
  private:
@@ -130,11 +137,7 @@ class PostgresHarness final : public StoreHarness {
   ManualClock& clock() override { return clock_; }
   Timers& loop() override { return timers_; }
   void run_until(const std::function<bool()>& pred) override {
-    while (!pred()) {
-      // A wall-clock bound only against hangs; logic never waits on it.
-      KAIROS_CHECK_MSG(io_.run_one_for(std::chrono::seconds(120)) > 0,
-                       "postgres harness: no result within 120 s");
-    }
+    run_io_until(io_, pred, "postgres harness");
   }
   bool faulty() const override { return kill_every_ > 0; }
 

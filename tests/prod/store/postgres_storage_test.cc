@@ -46,6 +46,20 @@ class PostgresStorageTest : public ::testing::Test {
     return *store_;
   }
   PostgresStorage& open() { return open(schema_->options()); }
+  // Opens a store with one thread (so one connection), commits a probe and
+  // returns the pid of that connection's backend.
+  int open_one_connection() {
+    PostgresOptions options = schema_->options();
+    options.threads = 1;
+    auto pid = std::make_shared<std::atomic<int>>(0);
+    options.before_commit = [pid](int p) { *pid = p; };
+    open(options);
+    EXPECT_TRUE(run([](Txn& t) {
+                  t.put("probe", "x");
+                  return absl::OkStatus();
+                }).committed());
+    return pid->load();
+  }
 
   TxnResult run(TxnBody body, TxnMode mode = TxnMode::kReadWrite) {
     std::optional<TxnResult> result;
@@ -102,15 +116,7 @@ TEST_F(PostgresStorageTest, TwoConcurrentSerializableWritersOneConflicts) {
 }
 
 TEST_F(PostgresStorageTest, ConnectionLostInsideTheBodyIsUnavailableAndNothingApplied) {
-  PostgresOptions options = schema_->options();
-  options.threads = 1;
-  std::atomic<int> pid{0};
-  options.before_commit = [&pid](int p) { pid = p; };
-  open(options);
-  ASSERT_TRUE(run([](Txn& t) {
-                t.put("probe", "x");
-                return absl::OkStatus();
-              }).committed());
+  const int pid = open_one_connection();
   const TxnResult r = run([&](Txn& t) {
     t.put("lost", "1");
     schema_->terminate_backend(pid);
@@ -147,15 +153,7 @@ TEST_F(PostgresStorageTest, ConnectionLostAtCommitIsUnknown) {
 }
 
 TEST_F(PostgresStorageTest, ConnectionThatDiedWhileIdleIsReplacedTransparently) {
-  PostgresOptions options = schema_->options();
-  options.threads = 1;
-  std::atomic<int> pid{0};
-  options.before_commit = [&pid](int p) { pid = p; };
-  open(options);
-  ASSERT_TRUE(run([](Txn& t) {
-                t.put("a", "1");
-                return absl::OkStatus();
-              }).committed());
+  const int pid = open_one_connection();
   schema_->terminate_backend(pid);  // between transactions: nothing was in flight
   const TxnResult r = run([](Txn& t) {
     t.put("b", "2");
