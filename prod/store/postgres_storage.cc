@@ -16,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "core/base/absl_compat.h"
 #include "core/base/check.h"
+#include "core/base/text.h"
 
 namespace kairos {
 namespace {
@@ -212,8 +213,9 @@ absl::Status ValidatePostgresConninfo(std::string_view conninfo) {
         if (pos == 0) break;
       }
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid PostgreSQL connection string '", redacted, "': ", message));
+    return absl::InvalidArgumentError(absl::StrCat("invalid PostgreSQL connection string '",
+                                                   excerpt(redacted, 200),
+                                                   "': ", excerpt(message, 200)));
   }
   PQconninfoFree(opts);
   return absl::OkStatus();
