@@ -9,8 +9,10 @@ export TZ=UTC
 
 logs=$(mktemp -d)
 build_groups=""
-# Stops any build still running in the background, then drops the logs.
-trap 'for g in $build_groups; do kill -- "-$g" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
+pg_dir=""
+# Stops any build still running in the background and the private PostgreSQL
+# server, then drops the logs.
+trap 'for g in $build_groups; do kill -- "-$g" 2>/dev/null || true; done; if [ -n "$pg_dir" ]; then scripts/pg-server.sh stop "$pg_dir/pg" >/dev/null 2>&1 || true; rm -rf "$pg_dir" || true; fi; rm -rf "$logs"' EXIT
 step() { printf '\n=== %s (%ss elapsed)\n' "$1" "$SECONDS"; }
 total_passed=0
 total_failed=0
@@ -55,6 +57,14 @@ finish_build() {
 step "release build"
 scripts/build.sh release
 background_build asan
+# The PostgreSQL store's tests run against a private, throw-away server on
+# a Unix socket (scripts/pg-server.sh), for both flavours.
+step "private PostgreSQL server"
+pg_dir=$(mktemp -d /tmp/kairos-pg-XXXXXX)
+chmod 755 "$pg_dir"
+KAIROS_TEST_PG=$(scripts/pg-server.sh start "$pg_dir/pg")
+export KAIROS_TEST_PG
+echo "KAIROS_TEST_PG=$KAIROS_TEST_PG"
 step "release tests (asan+ubsan build in the background)"
 ctest --test-dir build/release --output-on-failure -j "$(nproc)" 2>&1 | tee "$logs/release.log"
 count_ctest "$logs/release.log"

@@ -1,5 +1,6 @@
-// `kairos server`: a scheduler node with the embedded LMDB store and local
-// workers, in one process on one event loop.
+// `kairos server`: a scheduler node with the embedded LMDB store (or a
+// PostgreSQL store shared with other nodes) and local workers, in one
+// process on one event loop.
 //
 // Wiring (docs/OPERATIONS.md). One io_context run by the main thread is the
 // event loop of everything: the SchedulerNode (core), N Workers (core) and
@@ -70,6 +71,7 @@
 #include "prod/runners/job_records.h"
 #include "prod/runtime/asio_runtime.h"
 #include "prod/store/lmdb_storage.h"
+#include "prod/store/postgres_storage.h"
 
 namespace kairos::cli {
 namespace {
@@ -186,7 +188,9 @@ struct Server {
   api::RunStats run_stats;  // GET /v1/stats, fed by the node's events
   api::StatsEventLog stats_log{log, run_stats};
   Metrics metrics;
-  std::unique_ptr<LmdbStorage> store;
+  std::unique_ptr<Storage> store;
+  std::string store_description;  // "lmdb at DIR" or "postgresql at ..." (no password)
+  std::uint32_t schema_version = 0;
   std::unique_ptr<CompositeRunner> runner;
   std::optional<LoopbackHub> hub;
   std::unique_ptr<LoopbackHub::Endpoint> node_endpoint;
@@ -229,6 +233,30 @@ struct Server {
   }
 };
 
+// Opens the store the flags name: LMDB in its directory, or PostgreSQL
+// (whose schema `kairos migrate` must have created at this binary's version).
+absl::Status open_store(const ServerFlags& flags, Server& server) {
+  if (!flags.postgres.empty()) {
+    PostgresOptions options;
+    options.conninfo = flags.postgres;
+    auto opened = PostgresStorage::Open(options, server.timers);
+    if (!opened.ok()) return opened.status();
+    server.store_description = (*opened)->describe();
+    server.schema_version = (*opened)->schema_version();
+    server.store = std::move(opened).value();
+    return absl::OkStatus();
+  }
+  LmdbOptions options;
+  options.path = flags.lmdb_dir;
+  options.initial_map_size = flags.map_size;
+  auto opened = LmdbStorage::Open(options, server.clock, server.timers);
+  if (!opened.ok()) return opened.status();
+  server.store_description = absl::StrCat("lmdb at ", (*opened)->path());
+  server.schema_version = (*opened)->schema_version();
+  server.store = std::move(opened).value();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int server_command(int argc, char** argv) {
@@ -249,15 +277,10 @@ int server_command(int argc, char** argv) {
   log_options.format = flags.log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   Server server(io, log_options);
 
-  LmdbOptions options;
-  options.path = flags.lmdb_dir;
-  options.initial_map_size = flags.map_size;
-  auto opened = LmdbStorage::Open(options, server.clock, server.timers);
-  if (!opened.ok()) {
-    std::fprintf(stderr, "kairos server: %s\n", std::string(opened.status().message()).c_str());
+  if (absl::Status s = open_store(flags, server); !s.ok()) {
+    std::fprintf(stderr, "kairos server: %s\n", std::string(s.message()).c_str());
     return 1;
   }
-  server.store = std::move(opened).value();
   if (absl::Status health = check_health(io, *server.store, server.clock); !health.ok()) {
     std::fprintf(stderr, "kairos server: store health check failed: %s\n",
                  health.ToString().c_str());
@@ -271,6 +294,13 @@ int server_command(int argc, char** argv) {
   // Every job runs under the job shim and dies with this process; what a dead
   // incarnation left running is killed before any worker starts.
   std::error_code abs_ec;
+  // With a PostgreSQL store the data directory holds only the job records.
+  if (!flags.postgres.empty() &&
+      (std::filesystem::create_directories(flags.data_dir, abs_ec), abs_ec)) {
+    std::fprintf(stderr, "kairos server: cannot create the data directory %s: %s\n",
+                 flags.data_dir.c_str(), abs_ec.message().c_str());
+    return 1;
+  }
   const std::string job_records =
       (std::filesystem::absolute(flags.data_dir, abs_ec) / kJobRecordsDir).string();
   if (absl::Status s = abs_ec ? absl::UnavailableError(abs_ec.message())
@@ -392,7 +422,7 @@ int server_command(int argc, char** argv) {
   server.node->start();
   for (auto& w : server.workers) w.worker->start();
   server.note("server.started", {{"node", flags.node_id},
-                                 {"store", server.store->path()},
+                                 {"store", server.store_description},
                                  {"shards", static_cast<std::uint64_t>(flags.shards)},
                                  {"workers", static_cast<std::uint64_t>(flags.workers)}});
 
@@ -424,8 +454,8 @@ int server_command(int argc, char** argv) {
   drain_options.kill_grace = kill_grace;
   DrainOnSignal drain(io, server.timers, server.clock, server.log, std::move(local), drain_options,
                       [&api] { (*api)->set_draining(); });
-  std::printf("kairos server: ready (store: lmdb at %s, schema v%u)\n",
-              server.store->path().c_str(), server.store->schema_version());
+  std::printf("kairos server: ready (store: %s, schema v%u)\n", server.store_description.c_str(),
+              server.schema_version);
   std::fflush(stdout);
   io.run();
 

@@ -4,21 +4,26 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
+#include "core/base/check.h"
 #include "core/base/text.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/keyspace.h"
 #include "prod/cli/flags.h"
 #include "prod/store/lmdb_storage.h"
+#include "prod/store/postgres_storage.h"
 
 namespace kairos::cli {
 namespace {
 
 static_assert(kLmdbMinMapSize == std::size_t{1} << 20, "--help and the --map-size error say 1M");
 
-constexpr const char* kSynopsis = "kairos server (--data-dir DIR | --store lmdb:DIR) [options]";
+constexpr const char* kSynopsis =
+    "kairos server (--data-dir DIR | --store lmdb:DIR | --store POSTGRES --data-dir DIR) "
+    "[options]";
 constexpr const char* kDescription =
     "Runs a scheduler node with the embedded LMDB store (created if missing\n"
-    "or empty; one server per directory) and N local workers that run jobs as\n"
+    "or empty; one server per directory), or on a PostgreSQL store (created\n"
+    "by `kairos migrate --store ...`), and N local workers that run jobs as\n"
     "child processes. Events are logged to stderr, one line each. On SIGINT or\n"
     "SIGTERM it drains: no new work is claimed, /readyz answers 503, running\n"
     "jobs may finish within --drain-timeout (then they are stopped and retried\n"
@@ -63,23 +68,34 @@ std::optional<std::size_t> parse_size(std::string_view text) {
 void add_store_flags(FlagTable& table, std::string* data_dir, std::string* store) {
   table.add({"data-dir", "DIR", "none", "the data directory: the LMDB store and job records",
              set_string(data_dir)});
-  table.add({"store", "lmdb:DIR", "lmdb:DATA_DIR",
-             "the store; lmdb:DIR is the embedded LMDB store in DIR\n"
-             "(postgresql:// arrives with cluster mode)",
+  table.add({"store", "lmdb:DIR|POSTGRES", "lmdb:DATA_DIR",
+             "the store: lmdb:DIR is the embedded LMDB store in DIR;\n"
+             "POSTGRES a PostgreSQL database as a libpq URI\n"
+             "(postgresql://USER@HOST/DB?..., several hosts allowed) or\n"
+             "key=value string ('host=/run/postgresql dbname=kairos')",
              [store](std::string_view v) {
-               if (v.starts_with("postgresql://") || v.starts_with("postgres://"))
-                 return absl::InvalidArgumentError(
-                     "the PostgreSQL store is not in this build yet (it arrives with cluster "
-                     "mode); use lmdb:DIR");
+               if (is_postgres_store(v)) {
+                 if (absl::Status s = ValidatePostgresConninfo(v); !s.ok()) return s;
+                 *store = std::string(v);
+                 return absl::OkStatus();
+               }
                if (!v.starts_with("lmdb:") || v.size() == 5)
-                 return absl::InvalidArgumentError(
-                     absl::StrCat("expected lmdb:DIR, got '", excerpt(v), "'"));
+                 return absl::InvalidArgumentError(absl::StrCat(
+                     "expected lmdb:DIR, a postgresql:// URI or a key=value PostgreSQL "
+                     "connection string, got '",
+                     excerpt(RedactConninfo(v)), "'"));
                *store = std::string(v);
                return absl::OkStatus();
              }});
 }
 
+bool is_postgres_store(std::string_view store) {
+  return store.starts_with("postgresql://") || store.starts_with("postgres://") ||
+         (!store.starts_with("lmdb:") && store.find('=') != std::string_view::npos);
+}
+
 absl::StatusOr<std::string> store_directory(const std::string& data_dir, const std::string& store) {
+  KAIROS_CHECK_MSG(!is_postgres_store(store), "store_directory of a PostgreSQL store");
   if (!store.empty()) {
     const std::string dir = store.substr(5);
     if (!data_dir.empty() && data_dir != dir)
@@ -188,10 +204,21 @@ std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags)
        }});
   if (auto code = table.parse(argc, argv)) return code;
 
-  auto lmdb_dir = store_directory(flags.data_dir, flags.store);
-  if (!lmdb_dir.ok()) return table.usage_error(std::string(lmdb_dir.status().message()));
-  flags.lmdb_dir = *std::move(lmdb_dir);
-  if (flags.data_dir.empty()) flags.data_dir = flags.lmdb_dir;
+  if (is_postgres_store(flags.store)) {
+    // The store is shared; the job records of this node's workers are not.
+    if (flags.data_dir.empty())
+      return table.usage_error(
+          "flag --store: a PostgreSQL store needs --data-dir DIR as well, for this node's records "
+          "of running jobs");
+    if (table.given("map-size"))
+      return table.usage_error("flag --map-size: only meaningful with an LMDB store");
+    flags.postgres = flags.store;
+  } else {
+    auto lmdb_dir = store_directory(flags.data_dir, flags.store);
+    if (!lmdb_dir.ok()) return table.usage_error(std::string(lmdb_dir.status().message()));
+    flags.lmdb_dir = *std::move(lmdb_dir);
+    if (flags.data_dir.empty()) flags.data_dir = flags.lmdb_dir;
+  }
   if (table.given("demo-every") && !flags.demo)
     return table.usage_error("flag --demo-every: only meaningful with --demo");
   // Every worker that connects is handed jobs to run: beyond loopback only

@@ -18,7 +18,7 @@ namespace kairos::cli {
 
 struct ServerFlags {
   std::string data_dir;
-  std::string store;  // "lmdb:DIR"; empty: lmdb at data_dir
+  std::string store;  // "lmdb:DIR" or a PostgreSQL conninfo; empty: lmdb at data_dir
   std::size_t map_size = std::size_t{64} << 20;
   std::string node_id;  // empty: the host name
   std::uint32_t shards = 8;
@@ -38,7 +38,8 @@ struct ServerFlags {
 
   // Derived by parse_server_flags: the LMDB directory (from --store or
   // --data-dir) and the run-lease timing for lease_ttl.
-  std::string lmdb_dir;
+  std::string lmdb_dir;  // empty with a PostgreSQL store
+  std::string postgres;  // the PostgreSQL conninfo, or empty (LMDB)
   LeaseConfig lease;
 };
 
@@ -49,11 +50,14 @@ inline constexpr std::uint32_t kMaxLocalWorkers = 64;
 std::optional<int> parse_server_flags(int argc, char** argv, ServerFlags& flags);
 
 // The store flags of `kairos server` and `kairos migrate`: --data-dir DIR and
-// --store lmdb:DIR (a postgresql:// store is refused: cluster mode is not in
-// this build).
+// --store lmdb:DIR | POSTGRES (a libpq URI or key=value connection string,
+// checked with PQconninfoParse; errors never show its password).
 void add_store_flags(FlagTable& table, std::string* data_dir, std::string* store);
+// True when a --store value names PostgreSQL: postgresql:// or postgres://,
+// or a key=value connection string (anything with '=' that is not lmdb:).
+bool is_postgres_store(std::string_view store);
 // The LMDB directory the two flags name (they must agree; one is required),
-// or an error message for the usage line.
+// or an error message for the usage line. Not for a PostgreSQL store.
 absl::StatusOr<std::string> store_directory(const std::string& data_dir, const std::string& store);
 
 // Node ids appear in every log line and leader record: 1..200 printable

@@ -2,13 +2,15 @@
 // every test here. Adapters: MemoryStorage (synced at once, and with deferred
 // group sync), LmdbStorage, and both wrapped in the fault injector
 // FaultyStorage (the checks then retry conflict/unavailable and accept either
-// state after unknown).
+// state after unknown), and PostgresStorage on a real server (KAIROS_TEST_PG;
+// skipped when unset), also with some commits' backends killed mid-COMMIT.
 #include "tests/conformance/storage_conformance.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include "tests/conformance/postgres_test_db.h"
 #include "tests/conformance/storage_harness.h"
 
 namespace kairos::storage_test {
@@ -28,12 +30,17 @@ std::vector<Adapter> adapters() {
       {"Lmdb", [] { return make_lmdb_harness(); }},
       {"FaultyMemory", [] { return make_faulty_harness(make_memory_deferred_harness(), 7); }},
       {"FaultyLmdb", [] { return make_faulty_harness(make_lmdb_harness(), 11); }},
+      {"Postgres", [] { return make_postgres_harness(); }},
+      {"PostgresKilledCommits", [] { return make_postgres_harness(5); }},
   };
 }
 
 class StorageConformance : public ::testing::TestWithParam<Adapter> {
  protected:
-  void SetUp() override { h_ = GetParam().make(); }
+  void SetUp() override {
+    h_ = GetParam().make();
+    if (!h_) GTEST_SKIP() << kNoTestPg;
+  }
   StoreHarness& h() { return *h_; }
   std::unique_ptr<StoreHarness> h_;
 };

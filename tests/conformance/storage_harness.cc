@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -15,7 +16,9 @@
 #include "core/twins/memory_storage.h"
 #include "prod/runtime/asio_runtime.h"
 #include "prod/store/lmdb_storage.h"
+#include "prod/store/postgres_storage.h"
 #include "sim/world/faulty_storage.h"
+#include "tests/conformance/postgres_test_db.h"
 
 namespace kairos::storage_test {
 
@@ -32,6 +35,17 @@ TempDir::~TempDir() {
 }
 
 namespace {
+
+// Runs `io` until `pred` holds. A wall-clock bound only against hangs; logic
+// never waits on it.
+void run_io_until(boost::asio::io_context& io, const std::function<bool()>& pred, const char* who) {
+  while (!pred()) {
+    if (io.run_one_for(std::chrono::seconds(120)) == 0) {
+      const std::string message = std::string(who) + ": no result within 120 s";
+      KAIROS_CHECK_MSG(false, message.c_str());
+    }
+  }
+}
 
 class MemoryHarness final : public StoreHarness {
  public:
@@ -83,11 +97,7 @@ class LmdbHarness final : public StoreHarness {
   ManualClock& clock() override { return clock_; }
   Timers& loop() override { return timers_; }
   void run_until(const std::function<bool()>& pred) override {
-    while (!pred()) {
-      // A wall-clock bound only against hangs; logic never waits on it.
-      KAIROS_CHECK_MSG(io_.run_one_for(std::chrono::seconds(120)) > 0,
-                       "lmdb harness: no result within 120 s");
-    }
+    run_io_until(io_, pred, "lmdb harness");
   }
 
  private:
@@ -98,6 +108,49 @@ class LmdbHarness final : public StoreHarness {
       boost::asio::make_work_guard(io_);
   AsioTimers timers_{io_};
   std::unique_ptr<LmdbStorage> store_;
+};
+
+class PostgresHarness final : public StoreHarness {
+ public:
+  PostgresHarness(const std::string& conninfo, int kill_every)
+      : schema_(conninfo), kill_every_(kill_every) {
+    PostgresOptions options = schema_.options();
+    auto migrated = PostgresStorage::Migrate(options, false);
+    KAIROS_CHECK_MSG(migrated.ok(), migrated.status().ToString().c_str());
+    options.clock = &clock_;  // the suite sets the store's clock
+    if (kill_every_ > 0)
+      options.before_commit = [this](int pid) {
+        if (commits_.fetch_add(1) % kill_every_ == kill_every_ - 1) schema_.terminate_backend(pid);
+      };
+    auto opened = PostgresStorage::Open(options, timers_);
+    KAIROS_CHECK_MSG(opened.ok(), opened.status().ToString().c_str());
+    store_ = std::move(opened).value();
+  }
+  ~PostgresHarness() override {
+    store_.reset();
+    io_.poll();
+  }
+  std::string name() const override {
+    return kill_every_ > 0 ? "postgres-killed-commits" : "postgres";
+  }
+  Storage& store() override { return *store_; }
+  ManualClock& clock() override { return clock_; }
+  Timers& loop() override { return timers_; }
+  void run_until(const std::function<bool()>& pred) override {
+    run_io_until(io_, pred, "postgres harness");
+  }
+  bool faulty() const override { return kill_every_ > 0; }
+
+ private:
+  PgTestSchema schema_;
+  int kill_every_;
+  std::atomic<int> commits_{0};
+  ManualClock clock_{absl::FromUnixSeconds(1'700'000'000)};
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
+      boost::asio::make_work_guard(io_);
+  AsioTimers timers_{io_};
+  std::unique_ptr<PostgresStorage> store_;
 };
 
 class FaultyHarness final : public StoreHarness {
@@ -151,6 +204,11 @@ std::unique_ptr<StoreHarness> make_memory_deferred_harness() {
   return std::make_unique<MemoryHarness>(true);
 }
 std::unique_ptr<StoreHarness> make_lmdb_harness() { return std::make_unique<LmdbHarness>(); }
+std::unique_ptr<StoreHarness> make_postgres_harness(int kill_every) {
+  const std::optional<std::string> conninfo = test_pg_conninfo();
+  if (!conninfo) return nullptr;
+  return std::make_unique<PostgresHarness>(*conninfo, kill_every);
+}
 std::unique_ptr<StoreHarness> make_faulty_harness(std::unique_ptr<StoreHarness> inner,
                                                   std::uint64_t seed) {
   return std::make_unique<FaultyHarness>(std::move(inner), seed);

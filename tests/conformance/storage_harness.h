@@ -45,6 +45,12 @@ std::unique_ptr<StoreHarness> make_memory_harness();
 std::unique_ptr<StoreHarness> make_memory_deferred_harness();
 // LmdbStorage in a fresh temporary directory, on an io_context.
 std::unique_ptr<StoreHarness> make_lmdb_harness();
+// PostgresStorage in a fresh schema of the server named by KAIROS_TEST_PG,
+// on an io_context; nullptr when KAIROS_TEST_PG is unset (tests then skip).
+// With `kill_every` > 0, every kill_every-th read-write COMMIT finds its
+// backend terminated (pg_terminate_backend), so it ends kUnknown (not
+// applied) through the adapter's real connection-loss path.
+std::unique_ptr<StoreHarness> make_postgres_harness(int kill_every = 0);
 // `inner` wrapped in FaultyStorage with moderate rates of every fault.
 std::unique_ptr<StoreHarness> make_faulty_harness(std::unique_ptr<StoreHarness> inner,
                                                   std::uint64_t seed);

@@ -4,7 +4,7 @@
 # lmdb:DIR the same; refused while the server runs (the directory lock, exit
 # 1), for a missing directory or one without a store (exit 1, nothing
 # created), for a store of a newer schema (set with lmdb-utils' mdb_load; the
-# server refuses it too), and for bad flags or a postgresql:// store (exit 2
+# server refuses it too), and for bad flags or a malformed PostgreSQL URI (exit 2
 # naming the flag). The steps of a real upgrade are unit tested
 # (tests/prod/store/lmdb_migrate_test.cc): this binary's schema is the first.
 set -uo pipefail
@@ -48,7 +48,7 @@ mkdir "$work/empty"
 m --data-dir "$work/empty"; expect 1 "holds no Kairos store" "migrate an empty directory"
 [ -z "$(ls -A "$work/empty")" ] || fail "migrate left files in an empty directory"
 m; expect 2 "flag --data-dir is required" "migrate without a store"
-m --store postgresql://db/kairos; expect 2 "flag --store: .*cluster mode" "migrate a postgresql store"
+m --store "postgresql://db/kairos?bogus=1"; expect 2 "flag --store: .*bogus" "migrate a malformed postgresql store"
 m --data-dir "$data" --store "lmdb:$work/other"; expect 2 "different directories" "two stores"
 m --data-dir "$data" --bogus; expect 2 "bogus" "an unknown flag"
 
