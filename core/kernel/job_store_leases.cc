@@ -54,8 +54,8 @@ absl::Status JobStore::lapse(Txn& txn, RunRecord& run, absl::Time now, std::stri
   const std::string owner = run.owner;
   const std::uint64_t token = run.token;
   const absl::Time expiry = run.lease_expiry;
-  KAIROS_RETURN_IF_ERROR(
-      requeue_or_fail(txn, run, now, AttemptEnd::kLapsed, job->spec.policy.max_attempts, events));
+  KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, job, run, now, AttemptEnd::kLapsed,
+                                         job->spec.policy.max_attempts, events));
   KAIROS_CHECK(run.state == RunState::kReady || run.state == RunState::kFailed);
   Event e = run_event(event_kinds::kRunLeaseLapsed, run)
                 .with("worker", owner)
@@ -304,8 +304,8 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       if (releasing) {
         // The worker gave the run back (stopped at its lease deadline).
         const std::uint32_t max = job_live ? policy.max_attempts : run->attempt;
-        KAIROS_RETURN_IF_ERROR(
-            requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events, legality));
+        KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, job, *run, now, AttemptEnd::kReleased, max,
+                                               out->events, legality));
         v.verdict = WriteVerdict::kAccepted;
         out->events.push_back(run_event(event_kinds::kRunReleased, *run)
                                   .with("worker", std::string(worker))
@@ -348,7 +348,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       } else {
         std::string detail = item.detail.substr(0, kMaxDetailSize);
         KAIROS_RETURN_IF_ERROR(finish_run(
-            txn, old, *run,
+            txn, job, old, *run,
             item.outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed,
             item.outcome, item.exit_code, std::move(detail), now, worker, out->events, legality));
       }
