@@ -21,6 +21,9 @@
 //
 //   build/release/bench/bench_prod_pipeline_benchmark
 //   args: jobs / concurrency / event log (1 on, 0 off)
+// KAIROS_PIPELINE_JOBS=N in the environment replaces the job count (e.g. a
+// small run under callgrind, whose instruction counts do not depend on the
+// machine's load).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -269,7 +272,11 @@ struct Pipeline {
 };
 
 void BM_Pipeline(benchmark::State& state) {
-  const auto jobs = static_cast<std::size_t>(state.range(0));
+  std::size_t jobs = static_cast<std::size_t>(state.range(0));
+  if (const char* n = getenv("KAIROS_PIPELINE_JOBS"); n != nullptr && *n != '\0') {
+    jobs = static_cast<std::size_t>(std::strtoull(n, nullptr, 10));
+    KAIROS_CHECK_MSG(jobs > 0, "KAIROS_PIPELINE_JOBS must be a positive number");
+  }
   const auto concurrency = static_cast<std::uint32_t>(state.range(1));
   const bool event_log = state.range(2) != 0;
   double total_runs = 0, total_wall = 0, total_cpu = 0;

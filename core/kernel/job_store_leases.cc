@@ -2,6 +2,7 @@
 // renewals and completions fenced by the run's token, the reaper that makes
 // runs whose lease lapsed claimable again, and the fenced hand-back of runs
 // whose holder is known to be over (the same lapse, without the wait).
+#include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -54,8 +55,8 @@ absl::Status JobStore::lapse(Txn& txn, RunRecord& run, absl::Time now, std::stri
   const std::string owner = run.owner;
   const std::uint64_t token = run.token;
   const absl::Time expiry = run.lease_expiry;
-  KAIROS_RETURN_IF_ERROR(
-      requeue_or_fail(txn, run, now, AttemptEnd::kLapsed, job->spec.policy.max_attempts, events));
+  KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, job, run, now, AttemptEnd::kLapsed,
+                                         job->spec.policy.max_attempts, events));
   KAIROS_CHECK(run.state == RunState::kReady || run.state == RunState::kFailed);
   Event e = run_event(event_kinds::kRunLeaseLapsed, run)
                 .with("worker", owner)
@@ -164,15 +165,31 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
     const auto probe = txn.scan(all.begin, all.end, 1);
     if (probe.empty()) continue;
     KAIROS_ASSIGN_OR_RETURN(const std::uint8_t first_band, keys::parse_ready_band(probe[0].key));
+    // The shard's other non-empty bands, in order: one probe finds the next
+    // one (or that there is none). A claim only takes entries off the queue,
+    // never adds one, so a band empty now stays empty for the rest of this
+    // body and the passes below need not scan it.
+    std::array<std::uint8_t, kBands> bands{};
+    std::size_t band_count = 0;
+    if (first_band < kBands) bands[band_count++] = first_band;
+    while (band_count > 0 && bands[band_count - 1] + 1 < kBands) {
+      const auto after = static_cast<std::uint8_t>(bands[band_count - 1] + 1);
+      const auto next = txn.scan(keys::ready_until(shard, after, now).begin, all.end, 1);
+      if (next.empty()) break;
+      KAIROS_ASSIGN_OR_RETURN(const std::uint8_t band, keys::parse_ready_band(next[0].key));
+      KAIROS_CHECK(band >= after);  // the scan starts at that band
+      if (band >= kBands) break;    // no band of a priority: never scanned
+      bands[band_count++] = band;
+    }
     // Pass 1, the no-starvation rule: runs ready for at least
     // starvation_bound are served first, oldest ready_at first, whatever
     // their band.
     {
       const std::size_t want = args.max_runs - out->grants.size();
       std::vector<std::pair<std::pair<absl::Time, std::string>, std::string>> starved;
-      for (std::int32_t band = first_band; band < kBands; ++band) {
-        const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band),
-                                                    now - options_.starvation_bound);
+      for (std::size_t b = 0; b < band_count; ++b) {
+        const keys::Range range =
+            keys::ready_until(shard, bands[b], now - options_.starvation_bound);
         for (const auto& kv : txn.scan(range.begin, range.end, scan_limit(want))) {
           KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(kv.key));
           KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
@@ -187,10 +204,10 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       }
     }
     // Pass 2: higher priority first among due runs, FIFO within a band.
-    for (std::int32_t band = first_band; band < kBands; ++band) {
+    for (std::size_t b = 0; b < band_count; ++b) {
       const std::size_t want = args.max_runs - out->grants.size();
       if (want == 0) break;
-      const keys::Range range = keys::ready_until(shard, static_cast<std::uint8_t>(band), now);
+      const keys::Range range = keys::ready_until(shard, bands[b], now);
       for (const auto& kv : txn.scan(range.begin, range.end, scan_limit(want))) {
         if (out->grants.size() >= args.max_runs || (filtered && skip_left == 0)) break;
         KAIROS_RETURN_IF_ERROR(take(kv.key));
@@ -304,8 +321,8 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       if (releasing) {
         // The worker gave the run back (stopped at its lease deadline).
         const std::uint32_t max = job_live ? policy.max_attempts : run->attempt;
-        KAIROS_RETURN_IF_ERROR(
-            requeue_or_fail(txn, *run, now, AttemptEnd::kReleased, max, out->events, legality));
+        KAIROS_RETURN_IF_ERROR(requeue_or_fail(txn, job, *run, now, AttemptEnd::kReleased, max,
+                                               out->events, legality));
         v.verdict = WriteVerdict::kAccepted;
         out->events.push_back(run_event(event_kinds::kRunReleased, *run)
                                   .with("worker", std::string(worker))
@@ -348,7 +365,7 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       } else {
         std::string detail = item.detail.substr(0, kMaxDetailSize);
         KAIROS_RETURN_IF_ERROR(finish_run(
-            txn, old, *run,
+            txn, job, old, *run,
             item.outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed,
             item.outcome, item.exit_code, std::move(detail), now, worker, out->events, legality));
       }

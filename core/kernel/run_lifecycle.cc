@@ -72,9 +72,16 @@ void write_counters(Txn& txn, std::string_view id, const JobCounters& before,
 namespace {
 void put_run(Txn& txn, const RunRecord& run) { txn.put(keys::run(run.id), encode(run)); }
 
-// Puts or erases one index entry when its key differs between old and new.
-void update_entry(Txn& txn, const std::optional<std::string>& before,
-                  const std::optional<std::string>& after) {
+// Puts or erases one index entry when its key differs between old and new:
+// `had`/`has` say whether the entry exists for `old`/`next`, `key_of` builds
+// its key from a run, only for a side that has the entry (so the common
+// transitions, created, claimed and finished, build each key once).
+template <typename KeyOf>
+void update_entry(Txn& txn, const RunRecord* old, bool had, const RunRecord& next, bool has,
+                  KeyOf key_of) {
+  if (!had && !has) return;
+  const std::optional<std::string> before = had ? std::optional(key_of(*old)) : std::nullopt;
+  const std::optional<std::string> after = has ? std::optional(key_of(next)) : std::nullopt;
   if (before == after) return;
   if (before) txn.erase(*before);
   if (after) txn.put(*after, "");
@@ -131,11 +138,21 @@ void write_run(Txn& txn, const std::optional<RunRecord>& old, const RunRecord& n
   KAIROS_CHECK(!old || old->shard == next.shard);
   KAIROS_CHECK_MSG(next.state != RunState::kLeased || next.token > 0,
                    "a leased run carries a granted token");
-  const RunIndexKeys before = old ? run_index_keys(*old) : RunIndexKeys{};
-  const RunIndexKeys after = run_index_keys(next);
-  update_entry(txn, before.ready, after.ready);
-  update_entry(txn, before.expiry, after.expiry);
-  update_entry(txn, before.open, after.open);
+  // The entries of run_index_keys(), updated from `old`'s to `next`'s.
+  const RunRecord* was = old ? &*old : nullptr;
+  auto in = [was](RunState s) { return was != nullptr && was->state == s; };
+  update_entry(
+      txn, was, in(RunState::kReady), next, next.state == RunState::kReady,
+      [](const RunRecord& r) { return keys::ready(r.shard, r.priority, r.ready_at, r.id); });
+  update_entry(txn, was, in(RunState::kLeased), next, next.state == RunState::kLeased,
+               [](const RunRecord& r) { return keys::expiry(r.shard, r.lease_expiry, r.id); });
+  // The open entry's key is the run's id, the same on both sides: only its
+  // presence can change.
+  const bool open_before = was != nullptr && !is_terminal(was->state);
+  const bool open_after = !is_terminal(next.state);
+  if (open_before != open_after)
+    update_entry(txn, was, open_before, next, open_after,
+                 [](const RunRecord& r) { return keys::open_run(r.id); });
   put_run(txn, next);
 }
 
@@ -245,9 +262,8 @@ std::uint32_t overlap_cap(const JobPolicy& p) {
 
 // When a run of the job has left the active set: a waiting run (overlap
 // `queue`) becomes ready if the policy now allows it.
-absl::Status promote_waiting(Txn& txn, const RunId& finished, absl::Time now,
-                             std::vector<Event>& events) {
-  KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(finished.job_id), decode_job));
+absl::Status promote_waiting(Txn& txn, const std::optional<JobRecord>& job, const RunId& finished,
+                             absl::Time now, std::vector<Event>& events) {
   if (!job_accepts(job, finished)) return absl::OkStatus();
   KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs(txn, finished.job_id, finished.incarnation));
   if (!open.first_waiting || open.active >= overlap_cap(job->spec.policy)) return absl::OkStatus();
@@ -263,10 +279,10 @@ absl::Status promote_waiting(Txn& txn, const RunId& finished, absl::Time now,
 
 // A run is over for good: terminal state, off the open set, its successor
 // (if waiting) promoted.
-absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState state,
-                        RunStatus outcome, std::int32_t exit_code, std::string detail,
-                        absl::Time now, std::string_view worker, std::vector<Event>& events,
-                        Legality legality) {
+absl::Status finish_run(Txn& txn, const std::optional<JobRecord>& job, const RunRecord& old,
+                        RunRecord& run, RunState state, RunStatus outcome, std::int32_t exit_code,
+                        std::string detail, absl::Time now, std::string_view worker,
+                        std::vector<Event>& events, Legality legality) {
   KAIROS_CHECK_MSG(!is_terminal(old.state), "finishing a run that is already over");
   KAIROS_CHECK(is_terminal(state) && state != RunState::kCancelled);
   run.state = state;
@@ -282,16 +298,16 @@ absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState
                        .with("outcome", std::string(to_string(run.state)))
                        .with("status", static_cast<std::uint64_t>(outcome))
                        .with("exit_code", static_cast<std::int64_t>(exit_code)));
-  return promote_waiting(txn, run.id, now, events);
+  return promote_waiting(txn, job, run.id, now, events);
 }
 
 // A leased run whose attempt ended without a verdict (lease lapsed, or
 // released by its worker): claimable again at once with the next attempt
 // number while attempts are left (a crashed worker's run is retried after one
 // lease period, not after a backoff); otherwise failed.
-absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEnd end,
-                             std::uint32_t max_attempts, std::vector<Event>& events,
-                             Legality legality) {
+absl::Status requeue_or_fail(Txn& txn, const std::optional<JobRecord>& job, RunRecord& run,
+                             absl::Time now, AttemptEnd end, std::uint32_t max_attempts,
+                             std::vector<Event>& events, Legality legality) {
   KAIROS_CHECK_MSG(legality == Legality::kPlantedBug || run.state == RunState::kLeased,
                    "re-queueing a run that was not leased");
   KAIROS_CHECK(end == AttemptEnd::kLapsed || end == AttemptEnd::kReleased);
@@ -300,7 +316,7 @@ absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEn
   if (run.attempt >= max_attempts) {
     const std::string worker = run.owner;
     return finish_run(
-        txn, old, run, RunState::kFailed, RunStatus::kFailed, 0,
+        txn, job, old, run, RunState::kFailed, RunStatus::kFailed, 0,
         absl::StrCat(end == AttemptEnd::kLapsed ? "lease lapsed" : "released",
                      " on the last attempt (", run.attempt, " of ", max_attempts, ")"),
         now, worker, events, legality);

@@ -126,25 +126,28 @@ absl::StatusOr<OpenRuns> open_runs(Txn& txn, std::string_view id, std::uint64_t 
 std::uint32_t overlap_cap(const JobPolicy& p);
 
 // When a run of the job has left the active set: a waiting run (overlap
-// `queue`) becomes ready if the policy now allows it.
-absl::Status promote_waiting(Txn& txn, const RunId& finished, absl::Time now,
-                             std::vector<Event>& events);
+// `queue`) becomes ready if the policy now allows it. `job` is the run's job
+// record as stored now (read by the caller in this transaction; nullopt when
+// absent), so it is not read and decoded again.
+absl::Status promote_waiting(Txn& txn, const std::optional<JobRecord>& job, const RunId& finished,
+                             absl::Time now, std::vector<Event>& events);
 
 // A run is over for good: terminal state, off the open set, its successor
 // (if waiting) promoted. `old` is the run as stored; `run` is it with any
-// changes the caller made so far (its latest attempt closed).
-absl::Status finish_run(Txn& txn, const RunRecord& old, RunRecord& run, RunState state,
-                        RunStatus outcome, std::int32_t exit_code, std::string detail,
-                        absl::Time now, std::string_view worker, std::vector<Event>& events,
-                        Legality legality = Legality::kChecked);
+// changes the caller made so far (its latest attempt closed); `job` as for
+// promote_waiting.
+absl::Status finish_run(Txn& txn, const std::optional<JobRecord>& job, const RunRecord& old,
+                        RunRecord& run, RunState state, RunStatus outcome, std::int32_t exit_code,
+                        std::string detail, absl::Time now, std::string_view worker,
+                        std::vector<Event>& events, Legality legality = Legality::kChecked);
 
 // A leased run whose attempt ended without a verdict (lease lapsed, or
 // released by its worker): claimable again at once with the next attempt
 // number while attempts are left (a crashed worker's run is retried after one
 // lease period, not after a backoff); otherwise failed.
-// `run` is the run as stored.
-absl::Status requeue_or_fail(Txn& txn, RunRecord& run, absl::Time now, AttemptEnd end,
-                             std::uint32_t max_attempts, std::vector<Event>& events,
-                             Legality legality = Legality::kChecked);
+// `run` is the run as stored; `job` as for promote_waiting.
+absl::Status requeue_or_fail(Txn& txn, const std::optional<JobRecord>& job, RunRecord& run,
+                             absl::Time now, AttemptEnd end, std::uint32_t max_attempts,
+                             std::vector<Event>& events, Legality legality = Legality::kChecked);
 
 }  // namespace kairos::job_store_internal

@@ -14,9 +14,12 @@
 //
 // Group commit. The writer takes every queued transaction (up to
 // max_batch), opens ONE parent write transaction and runs each read-write
-// body in its own nested child transaction: a body that returns OK commits its
-// child into the parent; a body that fails aborts its child (kAborted with the
-// body's status) without disturbing its siblings. Then the parent commits,
+// body against it with its writes buffered (reads see them): a body that
+// returns OK has its writes applied to the parent, in key order; a body that
+// fails (kAborted with the body's status) leaves no trace, so its siblings
+// are not disturbed. A body whose read fails, or whose writes cannot be
+// applied, ends kUnavailable and the group is run again without it (the
+// parent may hold part of its writes). Then the parent commits,
 // which fsyncs (the environment is opened without MDB_NOSYNC), and only then
 // is every `done` posted. Read-only bodies of the same batch run afterwards on
 // a read snapshot, so they never observe unsynced data. One sync thus covers
