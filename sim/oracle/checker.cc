@@ -488,6 +488,8 @@ constexpr RuleEntry kRules[] = {
     {inv::kDeadlineInsideLease, deadline_inside_lease},
     {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
     {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
+    {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
+    {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
     {inv::kExpectationsMet, expectations_met},
 };
 

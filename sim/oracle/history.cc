@@ -68,6 +68,23 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     deadlines_.push_back(d);
     return;
   }
+  if (e.kind == event_kinds::kWorkerLeaseLost || e.kind == event_kinds::kWorkerRunTimeout) {
+    const auto* job = e.find("job");
+    const auto* inc = e.find("incarnation");
+    const auto* nominal = e.find("nominal");
+    const auto* token = e.find("token");
+    if (!job || !inc || !nominal || !token) return;
+    StopFact s;
+    s.kind = e.kind == event_kinds::kWorkerLeaseLost ? StopFact::Kind::kLeaseLost
+                                                     : StopFact::Kind::kTimedOut;
+    s.run = strings_.id(
+        idempotency_key(RunId{std::get<std::string>(*job), std::get<std::uint64_t>(*inc),
+                              std::get<absl::Time>(*nominal)}));
+    s.token = std::get<std::uint64_t>(*token);
+    s.at = at;
+    stops_.push_back(s);
+    return;
+  }
   WriteFact w;
   if (e.kind == event_kinds::kRunCompleted)
     w.kind = WriteFact::Kind::kCompleted;

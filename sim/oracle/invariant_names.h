@@ -49,6 +49,8 @@ inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-ov
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
+inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
+inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
 // The scenario's own expectations (sim/oracle/expectations.cc).
 inline constexpr std::string_view kExpectationsMet = "expectations-met";
 }  // namespace inv
@@ -124,6 +126,12 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeaderWritesWithinLease,
                   "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
                   "leader before its lease expiry (store clock)"},
+    InvariantInfo{inv::kGrantStartedWithinDeadline,
+                  "(T6) a worker starts a grant only before its own-clock deadline: its clock at "
+                  "the claim's send plus the lease less max drift and margin"},
+    InvariantInfo{inv::kLeaseLossStopsExecution,
+                  "(T7) an attempt executes no more once its worker handled a refused renewal or "
+                  "recorded its lease lost, its deadline passed or its timeout"},
     InvariantInfo{inv::kExpectationsMet,
                   "(S) every `expect` line of the scenario holds on the run: what it exists to "
                   "show happened"},

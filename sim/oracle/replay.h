@@ -211,6 +211,8 @@ void attempts_counted(const History& h, const Replay& r, Findings& out);
 void execution_within_lease(const History& h, const Replay& r, Findings& out);
 void executions_never_overlap(const History& h, const Replay& r, Findings& out);
 void deadline_inside_lease(const History& h, const Replay& r, Findings& out);
+void grant_started_within_deadline(const History& h, const Replay& r, Findings& out);
+void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out);
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
 // The scenario's expectations (sim/oracle/expectations.cc), and one run
