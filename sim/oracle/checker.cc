@@ -483,6 +483,8 @@ constexpr RuleEntry kRules[] = {
     {inv::kPriorityOrder, priority_order},
     {inv::kOverlapReachesLimit, overlap_reaches_limit},
     {inv::kAttemptsCounted, attempts_counted},
+    {inv::kPausedFiresNothing, paused_fires_nothing},
+    {inv::kRescheduleWithdrawsUnclaimed, reschedule_withdraws_unclaimed},
     {inv::kExecutionWithinLease, execution_within_lease},
     {inv::kExecutionsNeverOverlap, executions_never_overlap},
     {inv::kDeadlineInsideLease, deadline_inside_lease},

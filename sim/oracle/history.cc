@@ -4,6 +4,7 @@
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
 #include "core/kernel/event_kinds.h"
+#include "core/kernel/keyspace.h"
 
 namespace kairos::sim {
 
@@ -137,6 +138,19 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       f.manual = run->kind == RunKind::kManual;
       if (!run->attempts.empty()) f.last_end = run->attempts.back().end;
       runs_.push_back(f);
+    } else if (op.key[0] == keys::kJob) {
+      auto job = decode_job(op.value);
+      if (!job.ok()) continue;  // a corrupted record (corrupt-record fault)
+      const std::uint32_t id = strings_.id(job->spec.id);
+      auto [it, first] = job_state_.try_emplace(id);
+      JobState& last = it->second;
+      const bool same_incarnation = !first && last.incarnation == job->incarnation;
+      const bool schedule_changed = same_incarnation && !(last.schedule == job->spec.schedule);
+      if (!same_incarnation || schedule_changed || last.paused != job->paused)
+        job_changes_.push_back({commit.index, id, job->incarnation, job->paused, schedule_changed});
+      last.incarnation = job->incarnation;
+      last.paused = job->paused;
+      if (schedule_changed || !same_incarnation) last.schedule = job->spec.schedule;
     } else if (op.key[0] == 'H') {
       KeyReader r(op.key);
       KAIROS_CHECK(r.tag().ok());

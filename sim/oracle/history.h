@@ -129,6 +129,18 @@ struct DeadlineFact {
   absl::Time local;  // the worker's clock
 };
 
+// A job record (J) write that changes what job control decides: the job's
+// first record of an incarnation, or one whose pause flag or schedule differs
+// from the record written before it (the recorder keeps only those; every
+// dispatch rewrites the record).
+struct JobFact {
+  std::uint64_t commit = 0;
+  std::uint32_t job = 0;  // interned
+  std::uint64_t incarnation = 0;
+  bool paused = false;
+  bool schedule_changed = false;  // same incarnation as before, another schedule
+};
+
 // A worker's record that it stopped an attempt it was running: its lease
 // refused on renewal ("worker.lease_lost") or the job's own timeout reached
 // ("worker.run_timeout"); with the DeadlineFacts, the moments from which the
@@ -155,6 +167,7 @@ class FactRecorder {
   const std::vector<LedgerFact>& ledger() const { return ledger_; }
   const std::vector<DeadlineFact>& deadlines() const { return deadlines_; }
   const std::vector<StopFact>& stops() const { return stops_; }
+  const std::vector<JobFact>& job_changes() const { return job_changes_; }
   // The run facts, writable: the recorder's owner stamps owner_clock_us.
   std::vector<RunFact>& mutable_runs() { return runs_; }
   Interner& strings() { return strings_; }
@@ -167,6 +180,13 @@ class FactRecorder {
   std::vector<LedgerFact> ledger_;
   std::vector<DeadlineFact> deadlines_;
   std::vector<StopFact> stops_;
+  std::vector<JobFact> job_changes_;
+  struct JobState {
+    std::uint64_t incarnation = 0;
+    bool paused = false;
+    ScheduleSpec schedule;
+  };
+  std::map<std::uint32_t, JobState> job_state_;  // by interned job id: the last record seen
   Interner strings_;
 };
 

@@ -43,6 +43,9 @@ inline constexpr std::string_view kMisfireThreshold = "misfire-threshold";
 inline constexpr std::string_view kPriorityOrder = "priority-order";
 inline constexpr std::string_view kOverlapReachesLimit = "overlap-reaches-limit";
 inline constexpr std::string_view kAttemptsCounted = "attempts-counted";
+// The job-control rules (sim/oracle/control_checks.cc).
+inline constexpr std::string_view kPausedFiresNothing = "paused-fires-nothing";
+inline constexpr std::string_view kRescheduleWithdrawsUnclaimed = "reschedule-withdraws-unclaimed";
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
@@ -112,6 +115,11 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kAttemptsCounted,
                   "(P9) the n-th grant of a run is attempt n (lapses and releases count), and a "
                   "retryable failure ends a live job's run only on attempt max_attempts"},
+    InvariantInfo{inv::kPausedFiresNothing,
+                  "(P10) no scheduled run of a job is created while its record says paused"},
+    InvariantInfo{inv::kRescheduleWithdrawsUnclaimed,
+                  "(P11) a schedule change withdraws, in its own commit, every run of the job "
+                  "not yet claimed"},
     InvariantInfo{inv::kExecutionWithinLease,
                   "(T1) no attempt executes (true time) after its lease expired by the store's "
                   "clock, unless its worker was paused or its clock outside the bound"},
