@@ -247,4 +247,80 @@ void leader_writes_within_lease(const History& h, const Replay& r, Findings& out
   }
 }
 
+// E6: a worker starts an attempt only before its own-clock deadline for the
+// grant: its clock when it sent the claim the grant answers, plus the lease
+// the grant carries less max_drift of it and the margin (the lease a slow
+// clock can trust, docs/SIMULATION.md "Bounds"). Judged by the worker's own
+// clock alone -- it reads that clock when it handles the grant -- so no time
+// fault exempts it: a grant whose answer came too late is dropped unrun,
+// however it got late.
+void grant_started_within_deadline(const History& h, const Replay&, Findings& out) {
+  if (h.executions == nullptr || h.facts == nullptr) return;
+  for (const Execution& e : *h.executions) {
+    if (!out.open()) break;
+    if (e.grant_sent == absl::InfinitePast()) continue;
+    const std::int64_t ttl_us = absl::ToInt64Microseconds(e.grant_ttl);
+    const absl::Time deadline =
+        e.grant_sent + absl::Microseconds(ttl_us - ttl_us * h.max_drift_ppm / 1'000'000 -
+                                          absl::ToInt64Microseconds(h.lease_margin));
+    if (e.start_local < deadline) continue;
+    execution_violation(
+        h, e,
+        absl::StrCat("started at its worker's clock ", time_text(e.start_local),
+                     ", at or after its deadline ", time_text(deadline), " (claim sent at ",
+                     time_text(e.grant_sent), ", lease ", absl::FormatDuration(e.grant_ttl), ")"),
+        {}, out);
+  }
+}
+
+// E7: once a worker knows an attempt's lease is gone, the attempt executes no
+// more: from the true instant the worker handled the store's refusal of its
+// renewal, or recorded that it lost the lease, passed its own-clock deadline
+// or hit the job's timeout, no execution of that (run, token) is still
+// running or starts. A refusal seen on the wire is judged where the worker
+// still waited for it: the first answer to the request, handled within the
+// rpc timeout of its send by the worker's clock, with no clock step or rate
+// change of the worker in between (a pause is no excuse: the worker acts
+// when it resumes).
+void lease_loss_stops_execution(const History& h, const Replay&, Findings& out) {
+  if (h.executions == nullptr || h.facts == nullptr) return;
+  struct Moment {
+    absl::Time at;
+    std::string what;
+  };
+  std::map<LeaseKey, std::vector<Moment>> moments;
+  for (const DeadlineFact& d : h.facts->deadlines())
+    moments[{d.run, d.token}].push_back({d.at, "its worker passed its own-clock lease deadline"});
+  for (const StopFact& s : h.facts->stops())
+    moments[{s.run, s.token}].push_back({s.at, s.kind == StopFact::Kind::kLeaseLost
+                                                   ? "its worker recorded the lease lost"
+                                                   : "its worker recorded the job's timeout"});
+  if (h.refusals != nullptr)
+    for (const LeaseRefusal& r : *h.refusals) {
+      if (r.local - r.sent > h.rpc_timeout) continue;
+      bool stepped = false;
+      if (h.time_faults != nullptr)
+        for (const NodeWindow& w : *h.time_faults)
+          if (w.node == r.node && w.what != "pause" && w.from <= r.at && w.to >= r.sent_at)
+            stepped = true;
+      if (!stepped)
+        moments[{r.run, r.token}].push_back(
+            {r.at, "its worker handled the store's refusal of its renewal"});
+    }
+  if (moments.empty()) return;
+  for (const Execution& e : *h.executions) {
+    if (!out.open()) break;
+    auto it = moments.find({e.run, e.token});
+    if (it == moments.end()) continue;
+    const Moment* first = nullptr;
+    for (const Moment& m : it->second)
+      if (e.end > m.at && (first == nullptr || m.at < first->at)) first = &m;
+    if (first == nullptr) continue;
+    execution_violation(h, e,
+                        absl::StrCat(e.start > first->at ? "started" : "was still executing",
+                                     " after ", first->what, " at ", time_text(first->at)),
+                        {}, out);
+  }
+}
+
 }  // namespace kairos::sim

@@ -4,6 +4,7 @@
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
 #include "core/kernel/event_kinds.h"
+#include "core/kernel/keyspace.h"
 
 namespace kairos::sim {
 
@@ -68,6 +69,23 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     deadlines_.push_back(d);
     return;
   }
+  if (e.kind == event_kinds::kWorkerLeaseLost || e.kind == event_kinds::kWorkerRunTimeout) {
+    const auto* job = e.find("job");
+    const auto* inc = e.find("incarnation");
+    const auto* nominal = e.find("nominal");
+    const auto* token = e.find("token");
+    if (!job || !inc || !nominal || !token) return;
+    StopFact s;
+    s.kind = e.kind == event_kinds::kWorkerLeaseLost ? StopFact::Kind::kLeaseLost
+                                                     : StopFact::Kind::kTimedOut;
+    s.run = strings_.id(
+        idempotency_key(RunId{std::get<std::string>(*job), std::get<std::uint64_t>(*inc),
+                              std::get<absl::Time>(*nominal)}));
+    s.token = std::get<std::uint64_t>(*token);
+    s.at = at;
+    stops_.push_back(s);
+    return;
+  }
   WriteFact w;
   if (e.kind == event_kinds::kRunCompleted)
     w.kind = WriteFact::Kind::kCompleted;
@@ -120,6 +138,19 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       f.manual = run->kind == RunKind::kManual;
       if (!run->attempts.empty()) f.last_end = run->attempts.back().end;
       runs_.push_back(f);
+    } else if (op.key[0] == keys::kJob) {
+      auto job = decode_job(op.value);
+      if (!job.ok()) continue;  // a corrupted record (corrupt-record fault)
+      const std::uint32_t id = strings_.id(job->spec.id);
+      auto [it, first] = job_state_.try_emplace(id);
+      JobState& last = it->second;
+      const bool same_incarnation = !first && last.incarnation == job->incarnation;
+      const bool schedule_changed = same_incarnation && !(last.schedule == job->spec.schedule);
+      if (!same_incarnation || schedule_changed || last.paused != job->paused)
+        job_changes_.push_back({commit.index, id, job->incarnation, job->paused, schedule_changed});
+      last.incarnation = job->incarnation;
+      last.paused = job->paused;
+      if (schedule_changed || !same_incarnation) last.schedule = job->spec.schedule;
     } else if (op.key[0] == 'H') {
       KeyReader r(op.key);
       KAIROS_CHECK(r.tag().ok());

@@ -129,18 +129,45 @@ struct DeadlineFact {
   absl::Time local;  // the worker's clock
 };
 
+// A job record (J) write that changes what job control decides: the job's
+// first record of an incarnation, or one whose pause flag or schedule differs
+// from the record written before it (the recorder keeps only those; every
+// dispatch rewrites the record).
+struct JobFact {
+  std::uint64_t commit = 0;
+  std::uint32_t job = 0;  // interned
+  std::uint64_t incarnation = 0;
+  bool paused = false;
+  bool schedule_changed = false;  // same incarnation as before, another schedule
+};
+
+// A worker's record that it stopped an attempt it was running: its lease
+// refused on renewal ("worker.lease_lost") or the job's own timeout reached
+// ("worker.run_timeout"); with the DeadlineFacts, the moments from which the
+// worker itself says the attempt of (run, token) no longer runs.
+struct StopFact {
+  enum class Kind : std::uint8_t { kLeaseLost, kTimedOut };
+  Kind kind = Kind::kLeaseLost;
+  std::uint32_t run = 0;  // interned idempotency key
+  std::uint64_t token = 0;
+  absl::Time at;  // true time
+};
+
 class FactRecorder {
  public:
   void observe(const StoreCommit& commit, const std::vector<WriteOp>& ops);
   // Keeps the WriteFact of a completion/renewal/release event, the
-  // LedgerFact of a policy decision and the DeadlineFact of a worker's lease
-  // deadline; ignores other events.
+  // LedgerFact of a policy decision, the DeadlineFact of a worker's lease
+  // deadline and the StopFact of a worker stopping an attempt; ignores other
+  // events.
   void observe_event(const Event& event, absl::Time at);
   const std::vector<RunFact>& runs() const { return runs_; }
   const std::vector<LeaderFact>& leaders() const { return leaders_; }
   const std::vector<WriteFact>& writes() const { return writes_; }
   const std::vector<LedgerFact>& ledger() const { return ledger_; }
   const std::vector<DeadlineFact>& deadlines() const { return deadlines_; }
+  const std::vector<StopFact>& stops() const { return stops_; }
+  const std::vector<JobFact>& job_changes() const { return job_changes_; }
   // The run facts, writable: the recorder's owner stamps owner_clock_us.
   std::vector<RunFact>& mutable_runs() { return runs_; }
   Interner& strings() { return strings_; }
@@ -152,6 +179,14 @@ class FactRecorder {
   std::vector<WriteFact> writes_;
   std::vector<LedgerFact> ledger_;
   std::vector<DeadlineFact> deadlines_;
+  std::vector<StopFact> stops_;
+  std::vector<JobFact> job_changes_;
+  struct JobState {
+    std::uint64_t incarnation = 0;
+    bool paused = false;
+    ScheduleSpec schedule;
+  };
+  std::map<std::uint32_t, JobState> job_state_;  // by interned job id: the last record seen
   Interner strings_;
 };
 
@@ -159,6 +194,12 @@ class FactRecorder {
 // to the moment it stopped executing (it finished, was stopped, or its node
 // crashed), in true time and by the store's clock at those instants. An
 // attempt still executing when the run ends has end = InfiniteFuture.
+//
+// The worker's own clock at both instants, and the grant the attempt started
+// from, as the worker's process received it: its clock when it sent the
+// claim that the grant answers and the lease length the grant carries
+// (grant_sent = InfinitePast when the attempt did not start while the worker
+// handled a claim answer).
 struct Execution {
   std::uint32_t run = 0;  // interned idempotency key
   std::uint32_t job = 0;  // interned job id
@@ -166,6 +207,22 @@ struct Execution {
   NodeId node = kWorldNode;  // the worker
   absl::Time start, end = absl::InfiniteFuture();
   std::int64_t start_store_us = 0, end_store_us = 0;
+  absl::Time start_local, end_local = absl::InfiniteFuture();  // the worker's clock
+  absl::Time grant_sent = absl::InfinitePast();                // the worker's clock
+  absl::Duration grant_ttl = absl::ZeroDuration();
+};
+
+// The store's refusal of a lease renewal, as the worker's process handled it:
+// the first answer to one of its renewal requests (an answer the worker is
+// still waiting for) named (run, token) with a verdict other than accepted.
+// `sent` and `local` are the worker's clock at the request's send and at the
+// handling; `at` the true time of the handling.
+struct LeaseRefusal {
+  std::uint32_t run = 0;  // interned idempotency key
+  std::uint64_t token = 0;
+  NodeId node = kWorldNode;  // the worker
+  absl::Time at, sent_at;    // true time of the handling and of the send
+  absl::Time sent, local;    // the worker's clock then
 };
 
 // When a node's own timekeeping was outside what the kernel assumes: paused
@@ -266,11 +323,15 @@ struct History {
   // was not what the kernel assumes.
   const std::vector<Execution>* executions = nullptr;
   const std::vector<NodeWindow>* time_faults = nullptr;
+  // Renewal refusals the workers handled (null: none recorded).
+  const std::vector<LeaseRefusal>* refusals = nullptr;
   NodeId store_node = kWorldNode;
   // The kernel's lease assumptions (LeaseConfig): a holder's clock runs at
   // most max_drift_ppm slow and stops `margin` inside its lease.
   std::int64_t max_drift_ppm = 0;
   absl::Duration lease_margin = absl::ZeroDuration();
+  // How long a worker waits for the answer to a request (LeaseConfig::rpc_timeout).
+  absl::Duration rpc_timeout = absl::ZeroDuration();
   // What the scenario states its run must show, and the coverage marks the
   // run hit (how often each).
   const std::vector<Expectation>* expectations = nullptr;

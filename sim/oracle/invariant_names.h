@@ -43,12 +43,17 @@ inline constexpr std::string_view kMisfireThreshold = "misfire-threshold";
 inline constexpr std::string_view kPriorityOrder = "priority-order";
 inline constexpr std::string_view kOverlapReachesLimit = "overlap-reaches-limit";
 inline constexpr std::string_view kAttemptsCounted = "attempts-counted";
+// The job-control rules (sim/oracle/control_checks.cc).
+inline constexpr std::string_view kPausedFiresNothing = "paused-fires-nothing";
+inline constexpr std::string_view kRescheduleWithdrawsUnclaimed = "reschedule-withdraws-unclaimed";
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
+inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
+inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
 // The client's reads (sim/scenario/workload.h, "Reads").
 inline constexpr std::string_view kReadsSeeAcknowledgedWrites = "reads-see-acknowledged-writes";
 // The scenario's own expectations (sim/oracle/expectations.cc).
@@ -112,6 +117,11 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kAttemptsCounted,
                   "(P9) the n-th grant of a run is attempt n (lapses and releases count), and a "
                   "retryable failure ends a live job's run only on attempt max_attempts"},
+    InvariantInfo{inv::kPausedFiresNothing,
+                  "(P10) no scheduled run of a job is created while its record says paused"},
+    InvariantInfo{inv::kRescheduleWithdrawsUnclaimed,
+                  "(P11) a schedule change withdraws, in its own commit, every run of the job "
+                  "not yet claimed"},
     InvariantInfo{inv::kExecutionWithinLease,
                   "(T1) no attempt executes (true time) after its lease expired by the store's "
                   "clock, unless its worker was paused or its clock outside the bound"},
@@ -126,6 +136,12 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeaderWritesWithinLease,
                   "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
                   "leader before its lease expiry (store clock)"},
+    InvariantInfo{inv::kGrantStartedWithinDeadline,
+                  "(T6) a worker starts a grant only before its own-clock deadline: its clock at "
+                  "the claim's send plus the lease less max drift and margin"},
+    InvariantInfo{inv::kLeaseLossStopsExecution,
+                  "(T7) an attempt executes no more once its worker handled a refused renewal or "
+                  "recorded its lease lost, its deadline passed or its timeout"},
     InvariantInfo{inv::kReadsSeeAcknowledgedWrites,
                   "(R1) a read through the job API sees every write acknowledged before it was "
                   "sent, and a listing, ledger or runs answer holds nothing twice"},

@@ -207,10 +207,15 @@ void priority_order(const History& h, const Replay& r, Findings& out);
 // The two-sided policy rules (sim/oracle/policy_model_checks.cc).
 void overlap_reaches_limit(const History& h, const Replay& r, Findings& out);
 void attempts_counted(const History& h, const Replay& r, Findings& out);
+// The job-control rules (sim/oracle/control_checks.cc).
+void paused_fires_nothing(const History& h, const Replay& r, Findings& out);
+void reschedule_withdraws_unclaimed(const History& h, const Replay& r, Findings& out);
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 void execution_within_lease(const History& h, const Replay& r, Findings& out);
 void executions_never_overlap(const History& h, const Replay& r, Findings& out);
 void deadline_inside_lease(const History& h, const Replay& r, Findings& out);
+void grant_started_within_deadline(const History& h, const Replay& r, Findings& out);
+void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out);
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
 // The scenario's expectations (sim/oracle/expectations.cc), and one run

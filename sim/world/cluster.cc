@@ -12,6 +12,7 @@
 #include "core/kernel/keyspace.h"
 #include "sim/scenario/client_events.h"
 #include "sim/world/kernel_nodes.h"
+#include "sim/world/lease_tap.h"
 
 namespace kairos::sim {
 
@@ -75,6 +76,7 @@ struct Cluster::Node {
   Metrics metrics;
   std::unique_ptr<Random> random;
   std::unique_ptr<SimRunner> runner;
+  std::unique_ptr<LeaseTap> tap;  // workers: the lease facts of their traffic
   std::unique_ptr<NodeContext> ctx;
   std::unique_ptr<NodeProcess> process;
 };
@@ -149,23 +151,30 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
     n.runner->set_execution_observer([this, w](RunHandle h, const RunRequest& r, bool started) {
       on_execution(w, h, r, started);
     });
+    n.tap = std::make_unique<LeaseTap>(
+        world_, network_.transport(w), *n.clock,
+        [this, w](const RunId& run, std::uint64_t token, absl::Time sent_at, absl::Time sent,
+                  absl::Time local) {
+          refusals_.push_back({facts_.strings().id(idempotency_key(run)), token, w, world_.now(),
+                               sent_at, sent, local});
+        });
   }
   for (auto& np : nodes_) {
     Node& n = *np;
     const NodeId id = n.id;
-    n.ctx = std::unique_ptr<NodeContext>(
-        new NodeContext{*this, world_, id, world_.node(id).name, n.index, *n.clock, *n.timers,
-                        network_.transport(id), store_->client(id), *n.random, *n.log, n.metrics,
-                        n.runner.get(), crash_points_,
-                        [this, id](std::string_view point) {
-                          if (!crash_points_.should_crash(id, point)) return false;
-                          world_.mark(absl::StrCat("crash-point.", absl_sv(point)));
-                          window(absl::Seconds(1), absl::StrCat("crash at ", absl_sv(point)));
-                          crash_node(id);
-                          restart_later(id, absl::Seconds(1));
-                          return true;
-                        },
-                        scenario_, bugs_});
+    n.ctx = std::unique_ptr<NodeContext>(new NodeContext{
+        *this, world_, id, world_.node(id).name, n.index, *n.clock, *n.timers,
+        n.tap ? static_cast<Transport&>(*n.tap) : network_.transport(id), store_->client(id),
+        *n.random, *n.log, n.metrics, n.runner.get(), crash_points_,
+        [this, id](std::string_view point) {
+          if (!crash_points_.should_crash(id, point)) return false;
+          world_.mark(absl::StrCat("crash-point.", absl_sv(point)));
+          window(absl::Seconds(1), absl::StrCat("crash at ", absl_sv(point)));
+          crash_node(id);
+          restart_later(id, absl::Seconds(1));
+          return true;
+        },
+        scenario_, bugs_});
   }
   configured_clocks_.assign(world_.node_count(), ClockSpec{});
   for (const auto& c : scenario.clocks) {
@@ -186,6 +195,7 @@ void Cluster::time_fault(NodeId node, absl::Duration length, std::string what) {
 
 void Cluster::on_execution(NodeId worker, RunHandle h, const RunRequest& r, bool started) {
   const std::int64_t store_us = absl::ToUnixMicros(nodes_[store_->node()]->clock->now());
+  const Node& n = *nodes_[worker];
   if (started) {
     Execution e;
     e.run = facts_.strings().id(r.idempotency_key);
@@ -194,6 +204,11 @@ void Cluster::on_execution(NodeId worker, RunHandle h, const RunRequest& r, bool
     e.node = worker;
     e.start = world_.now();
     e.start_store_us = store_us;
+    e.start_local = n.clock->now();
+    if (const LeaseTap::Grant* g = n.tap ? n.tap->grant_for(r) : nullptr) {
+      e.grant_sent = g->sent;
+      e.grant_ttl = g->ttl;
+    }
     open_executions_[{worker, h}] = executions_.size();
     executions_.push_back(e);
     return;
@@ -202,6 +217,7 @@ void Cluster::on_execution(NodeId worker, RunHandle h, const RunRequest& r, bool
   if (it == open_executions_.end()) return;
   executions_[it->second].end = world_.now();
   executions_[it->second].end_store_us = store_us;
+  executions_[it->second].end_local = n.clock->now();
   open_executions_.erase(it);
 }
 
@@ -369,6 +385,7 @@ void Cluster::crash_node(NodeId id) {
   store_->reset_client(id);
   sink_->reset_node(id);
   if (n.runner) n.runner->reset();
+  if (n.tap) n.tap->reset();
   // Destroyed with the cluster: the crash may come from inside its callback.
   if (n.process) graveyard_.push_back(std::move(n.process));
 }
@@ -579,10 +596,12 @@ History Cluster::history() const {
   h.bounds = timeliness_bounds(scenario_);
   h.executions = &executions_;
   h.time_faults = &time_faults_;
+  h.refusals = &refusals_;
   h.store_node = store_->node();
   const LeaseConfig lease = lease_config(scenario_.timing);
   h.max_drift_ppm = lease.max_drift_ppm;
   h.lease_margin = lease.margin;
+  h.rpc_timeout = lease.rpc_timeout;
   h.expectations = &scenario_.expectations;
   h.marks = &world_.marks();
   return h;

@@ -180,6 +180,7 @@ class Cluster {
   std::vector<Execution> executions_;
   std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
   std::vector<NodeWindow> time_faults_;
+  std::vector<LeaseRefusal> refusals_;  // renewal refusals the workers handled
   void on_execution(NodeId worker, RunHandle handle, const RunRequest& request, bool started);
   void time_fault(NodeId node, absl::Duration length, std::string what);
   std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause

@@ -1,0 +1,96 @@
+// The job-control rules, judged from the store alone: what a control request
+// promises takes effect in the commit that records it (docs/POLICIES.md, "Job
+// control"). A job record that says paused owns no due entry, so nothing of
+// the job fires while it says so; a schedule change withdraws, in the same
+// transaction, every run of the job that was not yet claimed. The facts are
+// the job records' changes (JobFact: pause flag and schedule, decoded with
+// the data format) and the run records, replayed in commit order, skipping
+// commits a store crash rolled back.
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "sim/oracle/replay.h"
+
+namespace kairos::sim {
+
+// C1: no scheduled (not manual) run of a job is created by a commit at which
+// the job's record -- as last written by an applied commit up to and
+// including this one -- says the incarnation is paused.
+void paused_fires_nothing(const History& h, const Replay&, Findings& out) {
+  if (h.facts == nullptr) return;
+  const std::vector<JobFact>& changes = h.facts->job_changes();
+  if (changes.empty()) return;
+  const Interner& names = h.facts->strings();
+  std::map<std::uint32_t, const JobFact*> record;  // by job: the latest applied change
+  std::set<std::uint32_t> created;                 // runs with an applied write
+  std::size_t j = 0;
+  for (const RunFact& f : h.facts->runs()) {
+    if (!out.open()) break;
+    for (; j < changes.size() && changes[j].commit <= f.commit; ++j)
+      if (!lost(h, changes[j].commit)) record[changes[j].job] = &changes[j];
+    if (lost(h, f.commit) || !created.insert(f.run).second || f.manual) continue;
+    auto it = record.find(f.job);
+    if (it == record.end() || it->second->incarnation != f.incarnation || !it->second->paused)
+      continue;
+    Violation v;
+    v.job = names.name(f.job);
+    v.run = names.name(f.run);
+    v.detail =
+        absl::StrCat("a scheduled run of incarnation ", f.incarnation,
+                     " was created at store time ", us_text(f.store_us),
+                     " while the job's record said paused (since commit ", it->second->commit, ")");
+    v.evidence.push_back(fact_text(h, f));
+    out.add(std::move(v));
+  }
+}
+
+// C2: a commit that changes a job's schedule (same incarnation) writes every
+// run of that incarnation that was, just before it, not yet claimed -- ready
+// or waiting, never granted (token 0), scheduled (not manual) -- as
+// cancelled: the old schedule's unclaimed runs are withdrawn in the same
+// transaction, none is left to run.
+void reschedule_withdraws_unclaimed(const History& h, const Replay&, Findings& out) {
+  if (h.facts == nullptr) return;
+  std::map<std::uint64_t, std::vector<const JobFact*>> by_commit;
+  for (const JobFact& c : h.facts->job_changes())
+    if (c.schedule_changed && !lost(h, c.commit)) by_commit[c.commit].push_back(&c);
+  if (by_commit.empty()) return;
+  const Interner& names = h.facts->strings();
+  std::map<std::uint32_t, const RunFact*> latest;  // by run: its latest applied write
+  const std::vector<RunFact>& runs = h.facts->runs();
+  std::size_t i = 0;
+  auto apply_until = [&](std::uint64_t commit, bool inclusive) {
+    for (; i < runs.size() && (runs[i].commit < commit || (inclusive && runs[i].commit == commit));
+         ++i)
+      if (!lost(h, runs[i].commit)) latest[runs[i].run] = &runs[i];
+  };
+  for (const auto& [commit, jobs] : by_commit) {
+    if (!out.open()) break;
+    apply_until(commit, false);
+    std::vector<std::pair<std::uint32_t, const JobFact*>> unclaimed;
+    for (const auto& [run, f] : latest)
+      for (const JobFact* c : jobs)
+        if (f->job == c->job && f->incarnation == c->incarnation && !f->manual && f->token == 0 &&
+            (f->state == RunState::kReady || f->state == RunState::kWaiting))
+          unclaimed.push_back({run, c});
+    apply_until(commit, true);
+    for (const auto& [run, c] : unclaimed) {
+      const RunFact& now = *latest[run];
+      if (now.state == RunState::kCancelled && now.commit == commit) continue;
+      Violation v;
+      v.job = names.name(c->job);
+      v.run = names.name(run);
+      v.detail = absl::StrCat("commit ", commit, " changed the schedule of incarnation ",
+                              c->incarnation, " but left this unclaimed run ",
+                              absl_sv(to_string(now.state)), " instead of withdrawing it");
+      v.evidence.push_back(fact_text(h, now));
+      out.add(std::move(v));
+    }
+  }
+}
+
+}  // namespace kairos::sim

@@ -1,0 +1,110 @@
+#include "sim/world/lease_tap.h"
+
+#include <utility>
+
+#include "core/kernel/wire.h"
+
+namespace kairos::sim {
+
+namespace {
+// Requests remembered per worker: far more than one rpc timeout's worth.
+constexpr std::size_t kRemembered = 64;
+
+// The frame's message type, or 0 when it is not a frame of the types the tap
+// reads (decoding only those keeps the tap cheap).
+std::uint8_t tapped_type(std::string_view m) {
+  if (m.size() < wire::kFrameHeaderSize) return 0;
+  const auto t = static_cast<std::uint8_t>(m[3]);
+  switch (static_cast<wire::MessageType>(t)) {
+    case wire::MessageType::kClaimRequest:
+    case wire::MessageType::kClaimResponse:
+    case wire::MessageType::kRenewRequest:
+    case wire::MessageType::kRenewResponse:
+    case wire::MessageType::kError:
+      return t;
+    default:
+      return 0;
+  }
+}
+
+template <typename Map>
+void bound(Map& m) {
+  while (m.size() > kRemembered) m.erase(m.begin());
+}
+}  // namespace
+
+LeaseTap::LeaseTap(const World& world, Transport& inner, const SimClock& clock,
+                   RefusalObserver on_refusal)
+    : world_(world), inner_(inner), clock_(clock), on_refusal_(std::move(on_refusal)) {}
+
+void LeaseTap::send(PeerId to, std::string message) {
+  if (tapped_type(message) != 0) {
+    auto decoded = wire::decode(message);
+    if (decoded.ok()) {
+      if (const auto* c = std::get_if<wire::ClaimRequest>(&*decoded)) {
+        claims_[c->request_id] = clock_.now();
+        bound(claims_);
+      } else if (auto* r = std::get_if<wire::RenewRequest>(&*decoded)) {
+        renewals_[r->request_id] = Renewal{world_.now(), clock_.now(), std::move(r->items)};
+        bound(renewals_);
+      }
+    }
+  }
+  inner_.send(to, std::move(message));
+}
+
+void LeaseTap::set_handler(Handler handler) {
+  if (!handler) {
+    inner_.set_handler(nullptr);
+    return;
+  }
+  inner_.set_handler([this, handler = std::move(handler)](PeerId from, std::string_view m) {
+    before(m);
+    handler(from, m);
+    handling_.clear();
+  });
+}
+
+void LeaseTap::before(std::string_view message) {
+  handling_.clear();
+  if (tapped_type(message) == 0) return;
+  auto decoded = wire::decode(message);
+  if (!decoded.ok()) return;
+  if (const auto* c = std::get_if<wire::ClaimResponse>(&*decoded)) {
+    auto it = claims_.find(c->request_id);
+    if (it == claims_.end()) return;
+    for (const wire::WireGrant& g : c->grants)
+      handling_.push_back(Grant{g.run, g.token, g.lease_ttl, it->second});
+    claims_.erase(it);
+  } else if (const auto* r = std::get_if<wire::RenewResponse>(&*decoded)) {
+    auto it = renewals_.find(r->request_id);
+    if (it == renewals_.end()) return;
+    const Renewal renewal = std::move(it->second);
+    renewals_.erase(it);
+    if (r->results.size() != renewal.items.size()) return;
+    for (std::size_t i = 0; i < renewal.items.size(); ++i)
+      if (r->results[i].verdict != WriteVerdict::kAccepted)
+        on_refusal_(renewal.items[i].run, renewal.items[i].token, renewal.sent_at, renewal.sent,
+                    clock_.now());
+  } else if (const auto* e = std::get_if<wire::ErrorMessage>(&*decoded)) {
+    // The first answer to a request, an error: nothing more is waited for.
+    claims_.erase(e->request_id);
+    renewals_.erase(e->request_id);
+  }
+}
+
+const LeaseTap::Grant* LeaseTap::grant_for(const RunRequest& r) const {
+  for (const Grant& g : handling_)
+    if (g.token == r.fencing_token && g.run.job_id == r.job_id &&
+        g.run.incarnation == r.incarnation && g.run.nominal == r.nominal_time)
+      return &g;
+  return nullptr;
+}
+
+void LeaseTap::reset() {
+  claims_.clear();
+  renewals_.clear();
+  handling_.clear();
+}
+
+}  // namespace kairos::sim
