@@ -9,8 +9,12 @@
 namespace kairos {
 
 namespace {
+// Little-endian, built in a local buffer and appended once (one capacity
+// check per field instead of one per byte).
 void put_le(std::string& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  char buf[8];
+  for (int i = 0; i < bytes; ++i) buf[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+  out.append(buf, static_cast<std::size_t>(bytes));
 }
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();

@@ -70,6 +70,9 @@ runs_json drain-ok | jq -e '.runs[0].outcome == "succeeded" and .runs[0].exit_co
   fail "drain-ok is not recorded succeeded with exit 0 in one attempt: $(cat "$work/stdout")"
 add_job --id drain-slow --in 1s --backoff 1s:1s --timeout 1m -- /bin/sh -c "$slow"
 wait_for 60 started drain-slow s2 || fail "drain-slow did not start"
+# "started" is logged when the process is spawned; its shell notes the token
+# a moment later (slow under the sanitizers).
+wait_for 30 test -s "$work/slow.tokens" || fail "drain-slow's first attempt noted no token"
 first_pid=$(awk 'NR == 1 {print $2}' "$work/slow.tokens")
 first_token=$(awk 'NR == 1 {print $1}' "$work/slow.tokens")
 kill -TERM "$server"
