@@ -462,8 +462,17 @@ class Connection {
 // Bytes as a binary parameter (never NULL: an empty string is empty bytea).
 const char* param(std::string_view s) { return s.data() != nullptr ? s.data() : ""; }
 
-// The Txn a body sees. The first failure dooms it: later reads return
-// nothing and later writes are dropped.
+// Thrown out of a body by the Txn when one of its statements failed. The
+// storage contract promises every body a consistent snapshot; once a
+// statement failed (a serialization failure on a read, a timeout, a lost
+// connection) the database gives no more answers, and a body that went on
+// would see "absent" where a record exists and could act on it (or stop the
+// process on a broken invariant). So the body is unwound at once and the
+// failure becomes its outcome; run_transaction is the only catcher.
+struct BodyInterrupted {};
+
+// The Txn a body sees. The first failed statement dooms it and interrupts
+// the body (BodyInterrupted).
 template <typename Conn>
 class PgTxn final : public Txn {
  public:
@@ -473,12 +482,13 @@ class PgTxn final : public Txn {
 
   std::optional<std::string> get(std::string_view key) override {
     check_key_limits(key);
-    if (doomed()) return std::nullopt;
+    interrupt_if_doomed();
     const char* v[] = {param(key)};
     const int l[] = {static_cast<int>(key.size())};
     const int f[] = {1};
     Result r = conn_.exec_prepared("get", 1, v, l, f, &failure_);
-    if (doomed() || PQntuples(r.get()) == 0) return std::nullopt;
+    interrupt_if_doomed();
+    if (PQntuples(r.get()) == 0) return std::nullopt;
     return std::string(PQgetvalue(r.get(), 0, 0), PQgetlength(r.get(), 0, 0));
   }
 
@@ -486,7 +496,8 @@ class PgTxn final : public Txn {
                              Direction direction) override {
     KAIROS_CHECK(limit > 0);
     std::vector<KeyValue> out;
-    if (doomed() || (!end.empty() && end <= begin)) return out;
+    interrupt_if_doomed();
+    if (!end.empty() && end <= begin) return out;
     const std::string lim = std::to_string(limit);
     const bool rev = direction == Direction::kReverse;
     Result r;
@@ -501,7 +512,7 @@ class PgTxn final : public Txn {
       const int f[] = {1, 1, 0};
       r = conn_.exec_prepared(rev ? "scan_re" : "scan_fe", 3, v, l, f, &failure_);
     }
-    if (doomed()) return out;
+    interrupt_if_doomed();
     const int n = PQntuples(r.get());
     out.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i)
@@ -513,31 +524,35 @@ class PgTxn final : public Txn {
   void put(std::string_view key, std::string_view value) override {
     check_write();
     check_key_limits(key, value);
-    if (doomed()) return;
+    interrupt_if_doomed();
     const char* v[] = {param(key), param(value)};
     const int l[] = {static_cast<int>(key.size()), static_cast<int>(value.size())};
     const int f[] = {1, 1};
     conn_.exec_prepared("put", 2, v, l, f, &failure_);
+    interrupt_if_doomed();
   }
 
   void erase(std::string_view key) override {
     check_write();
     check_key_limits(key);
-    if (doomed()) return;
+    interrupt_if_doomed();
     const char* v[] = {param(key)};
     const int l[] = {static_cast<int>(key.size())};
     const int f[] = {1};
     conn_.exec_prepared("erase", 1, v, l, f, &failure_);
+    interrupt_if_doomed();
   }
 
   void erase_range(std::string_view begin, std::string_view end) override {
     check_write();
-    if (doomed() || (!end.empty() && end <= begin)) return;
+    interrupt_if_doomed();
+    if (!end.empty() && end <= begin) return;
     const char* v[] = {param(begin), param(end)};
     const int l[] = {static_cast<int>(begin.size()), static_cast<int>(end.size())};
     const int f[] = {1, 1};
     conn_.exec_prepared(end.empty() ? "erase_r" : "erase_re", end.empty() ? 1 : 2, v, l, f,
                         &failure_);
+    interrupt_if_doomed();
   }
 
   bool doomed() const { return failure_.failed(); }
@@ -546,6 +561,9 @@ class PgTxn final : public Txn {
  private:
   void check_write() const {
     KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
+  }
+  void interrupt_if_doomed() const {
+    if (doomed()) throw BodyInterrupted{};
   }
 
   Conn& conn_;
@@ -619,7 +637,12 @@ TxnResult run_transaction(Connection& conn, const PostgresOptions& options, cons
     now = *t;
   }
   PgTxn<Connection> txn(conn, now, mode);
-  absl::Status status = body(txn);
+  absl::Status status;
+  try {
+    status = body(txn);
+  } catch (const BodyInterrupted&) {
+    KAIROS_CHECK(txn.doomed());
+  }
   if (txn.doomed() || !status.ok()) {
     Failure ignored;
     if (conn.connected()) conn.exec("ROLLBACK", &ignored);

@@ -133,6 +133,31 @@ TEST_F(PostgresStorageTest, ConnectionLostInsideTheBodyIsUnavailableAndNothingAp
   EXPECT_EQ(lost, std::nullopt);
 }
 
+// The contract promises a body a consistent snapshot: once a statement failed
+// the database answers nothing more, so the body must not go on and read
+// "absent" for a record that exists (a kernel body would act on it or stop
+// the process on a broken invariant). The failed read ends the body.
+TEST_F(PostgresStorageTest, AFailedReadEndsTheBodyRatherThanShowingAFalseAbsence) {
+  const int pid = open_one_connection();
+  bool went_on = false;
+  std::optional<std::string> seen;
+  const TxnResult r = run([&](Txn& t) {
+    schema_->terminate_backend(pid);
+    seen = t.get("probe");  // exists, but the connection is gone
+    went_on = true;
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(r.outcome, CommitOutcome::kUnavailable) << r.status;
+  EXPECT_FALSE(went_on) << "the body ran on after a failed read and saw "
+                        << (seen ? *seen : "nothing");
+  std::optional<std::string> probe;
+  ASSERT_TRUE(run([&](Txn& t) {
+                probe = t.get("probe");
+                return absl::OkStatus();
+              }).committed());
+  EXPECT_EQ(probe, "x");
+}
+
 TEST_F(PostgresStorageTest, ConnectionLostAtCommitIsUnknown) {
   PostgresOptions options = schema_->options();
   options.threads = 1;
