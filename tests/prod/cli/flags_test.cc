@@ -11,38 +11,14 @@
 
 #include "prod/cli/server_flags.h"
 #include "prod/log/log_event_log.h"
+#include "tests/support/server_flags_parse.h"
 #include "tests/support/temp_dir.h"
 
 namespace kairos::cli {
 namespace {
 
-struct Argv {
-  explicit Argv(std::vector<std::string> a) : args(std::move(a)) {
-    for (auto& s : args) ptrs.push_back(s.data());
-  }
-  int argc() { return static_cast<int>(ptrs.size()); }
-  char** argv() { return ptrs.data(); }
-  std::vector<std::string> args;
-  std::vector<char*> ptrs;
-};
-
-struct Parsed {
-  std::optional<int> code;
-  ServerFlags flags;
-  std::string err;
-};
-
-Parsed parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "server");
-  Argv a(std::move(args));
-  Parsed p;
-  testing::internal::CaptureStderr();
-  testing::internal::CaptureStdout();
-  p.code = parse_server_flags(a.argc(), a.argv(), p.flags);
-  testing::internal::GetCapturedStdout();
-  p.err = testing::internal::GetCapturedStderr();
-  return p;
-}
+using flags_test_support::parse;
+using flags_test_support::Parsed;
 
 std::string write_file(const std::filesystem::path& dir, const std::string& name,
                        const std::string& text) {

@@ -8,28 +8,13 @@
 #include <vector>
 
 #include "prod/cli/server_flags.h"
+#include "tests/support/server_flags_parse.h"
 
 namespace kairos::cli {
 namespace {
 
-struct Parsed {
-  std::optional<int> code;
-  ServerFlags flags;
-  std::string err;
-};
-
-Parsed parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "server");
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  Parsed p;
-  testing::internal::CaptureStderr();
-  testing::internal::CaptureStdout();
-  p.code = parse_server_flags(static_cast<int>(argv.size()), argv.data(), p.flags);
-  testing::internal::GetCapturedStdout();
-  p.err = testing::internal::GetCapturedStderr();
-  return p;
-}
+using flags_test_support::parse;
+using flags_test_support::Parsed;
 
 TEST(PostgresStoreFlag, RecognisesUrisAndKeyValueStrings) {
   EXPECT_TRUE(is_postgres_store("postgresql://u@h/db"));
