@@ -507,8 +507,8 @@ void Workload::query_runs(std::size_t i) {
   auto page = std::make_shared<std::function<void(absl::Time)>>();
   *page = [this, w, page](absl::Time from) {
     SchedulerNode* node = ctx_->cluster.pick_scheduler(random_);
-    if (node == nullptr || w->pages > 200) {
-      *page = nullptr;
+    if (node == nullptr) {
+      *page = nullptr;  // abandoned: not judged
       return;
     }
     RunsQuery q;
@@ -527,7 +527,10 @@ void Workload::query_runs(std::size_t i) {
                       ":");
       for (std::size_t k = 0; k < r->runs.size(); ++k)
         absl::StrAppend(&w->text, k == 0 ? "" : ",", micros(r->runs[k].id.nominal));
-      if (r->more && !r->runs.empty()) {
+      // Follow while the pages advance; a page that does not (its last run
+      // below its own bound) or a walk of 200 pages ends it, judged with
+      // `more` set (its bounds are judged, its completeness is not).
+      if (r->more && !r->runs.empty() && r->runs.back().id.nominal >= from && w->pages < 200) {
         (*page)(r->runs.back().id.nominal + absl::Microseconds(1));
         return;
       }
@@ -564,7 +567,9 @@ void Workload::query_ledger(std::size_t i) {
       if (s.second > s.first) ranges.push_back(s);
     if (!ranges.empty() && random_.below(2) == 0) {
       const auto& r = ranges[random_.below(ranges.size())];
-      q.from = r.first + (r.second - r.first) / 2;
+      // Inside the range, or exactly at its last occurrence (the record
+      // still meets the window: through >= from).
+      q.from = random_.below(2) == 0 ? r.first + (r.second - r.first) / 2 : r.second;
       q.limit = 10'000;  // the whole window: the reaching record must be there
     } else {
       q.from = seen[random_.below(seen.size())].first;
