@@ -514,6 +514,8 @@ constexpr RuleEntry kRules[] = {
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
     {inv::kReadsSeeAcknowledgedWrites, reads_see_acknowledged_writes},
+    {inv::kInputsWithinDocumentedLimits, inputs_within_documented_limits},
+    {inv::kQueriesMatchTheModel, queries_match_the_model},
     {inv::kExpectationsMet, expectations_met},
 };
 

@@ -314,6 +314,10 @@ struct History {
   const std::vector<ClientJob>* jobs = nullptr;
   // The kernel's no-starvation bound (PolicyOptions::starvation_bound).
   absl::Duration starvation_bound = absl::Seconds(60);
+  // The kernel's ledger retention (PolicyOptions::ledger_keep,
+  // ledger_max_age): what the query rules do not require to stay visible.
+  std::uint64_t ledger_keep = 1000;
+  absl::Duration ledger_max_age = absl::Hours(24 * 30);
   const std::vector<FaultWindow>* faults = nullptr;
   // Records made undecodable (corrupt-record faults), in time order. The
   // occurrences of these jobs due from then on are not in `expected`.

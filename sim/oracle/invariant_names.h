@@ -56,6 +56,9 @@ inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-w
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
 // The client's reads (sim/scenario/workload.h, "Reads").
 inline constexpr std::string_view kReadsSeeAcknowledgedWrites = "reads-see-acknowledged-writes";
+// The client's boundary inputs and queries (sim/oracle/query_checks.cc).
+inline constexpr std::string_view kInputsWithinDocumentedLimits = "inputs-within-documented-limits";
+inline constexpr std::string_view kQueriesMatchTheModel = "queries-match-the-model";
 // The scenario's own expectations (sim/oracle/expectations.cc).
 inline constexpr std::string_view kExpectationsMet = "expectations-met";
 }  // namespace inv
@@ -145,6 +148,12 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kReadsSeeAcknowledgedWrites,
                   "(R1) a read through the job API sees every write acknowledged before it was "
                   "sent, and a listing, ledger or runs answer holds nothing twice"},
+    InvariantInfo{inv::kInputsWithinDocumentedLimits,
+                  "(R2) a job API input one past a documented limit is refused with "
+                  "InvalidArgument and writes nothing; one exactly at the limit is accepted"},
+    InvariantInfo{inv::kQueriesMatchTheModel,
+                  "(R3) a filtered listing, a bounded runs walk and a ledger window return "
+                  "exactly what matches: sorted, within limit and bounds, nothing missing"},
     InvariantInfo{inv::kExpectationsMet,
                   "(S) every `expect` line of the scenario holds on the run: what it exists to "
                   "show happened"},

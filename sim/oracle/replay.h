@@ -218,6 +218,10 @@ void grant_started_within_deadline(const History& h, const Replay& r, Findings& 
 void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out);
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
+// The client's boundary inputs and filtered/bounded queries
+// (sim/oracle/query_checks.cc).
+void inputs_within_documented_limits(const History& h, const Replay& r, Findings& out);
+void queries_match_the_model(const History& h, const Replay& r, Findings& out);
 // The scenario's expectations (sim/oracle/expectations.cc), and one run
 // counter of an expectation (`runs.*`, `ledger.*`) over the jobs of job line
 // `job` (0: every job).

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <string>
 #include <string_view>
 
 namespace kairos::sim::client_events {
@@ -23,11 +25,54 @@ inline constexpr std::string_view kControlRefused = "client.control_refused";
 // (sim/scenario/workload.h, "Reads"): op, job, detail.
 inline constexpr std::string_view kReadAnomaly = "client.read_anomaly";
 
+// The boundary inputs (`inputs`): one definite answer to a request at a
+// documented limit or one past it: probe, bound ("at" | "past"), code
+// (absl::StatusCodeToString), and for a create its job, namespace, labels.
+inline constexpr std::string_view kInputAnswered = "client.input_answered";
+// The queries (`queries`): a filtered listing's first send (listing,
+// namespace, selector) and its end (listing, limit, ids: the pages' ids in
+// order, comma-separated within a page and `|` between pages); a walk of a
+// job's runs (job, incarnation, limit, walk: per page `FROM:n1,n2,...`
+// with times in Unix microseconds, FROM `-` for none, `;` between pages);
+// one ledger answer (job, from, to in Unix microseconds, limit, more,
+// records: `incarnation:nominal:through` comma-separated).
+inline constexpr std::string_view kListStarted = "client.list_started";
+inline constexpr std::string_view kListed = "client.listed";
+inline constexpr std::string_view kRunsWalked = "client.runs_walked";
+inline constexpr std::string_view kLedgerQueried = "client.ledger_queried";
+
 // Every kind above, once (kPrefix is not a kind).
 inline constexpr std::array kAllClientEventKinds = {
-    kJobCreated,  kCancelAcked, kPaused,         kResumed,
-    kRescheduled, kTriggered,   kControlRefused, kReadAnomaly,
+    kJobCreated, kCancelAcked,    kPaused,        kResumed,       kRescheduled,
+    kTriggered,  kControlRefused, kReadAnomaly,   kInputAnswered, kListStarted,
+    kListed,     kRunsWalked,     kLedgerQueried,
 };
+
+// Labels as the client events write them, and a selector: "k=v,k2=v2" in
+// key order (the workload's keys and values hold no `,` or `=`).
+inline std::string label_text(const std::map<std::string, std::string>& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    if (!out.empty()) out += ',';
+    out += k;
+    out += '=';
+    out += v;
+  }
+  return out;
+}
+inline std::map<std::string, std::string> parse_label_text(std::string_view text) {
+  std::map<std::string, std::string> out;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    const std::size_t eq = item.find('=');
+    if (eq != std::string_view::npos)
+      out[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
 
 // Whether `kind` is in kAllClientEventKinds.
 constexpr bool is_client_event_kind(std::string_view kind) {

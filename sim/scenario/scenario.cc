@@ -890,6 +890,35 @@ void format_reads(const Scenario& s, std::string& out) {
   put(out, "reads every=", format_duration(s.reads.every), " page=", s.reads.page);
 }
 
+// The client's boundary inputs and filtered/bounded queries (`inputs`,
+// `queries`; sim/scenario/workload.h, "Inputs" and "Queries").
+absl::Status parse_inputs(ParseState& p) {
+  Attrs a = p.attrs(1);
+  a.dur("every", &p.s.inputs.every);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (p.s.inputs.every < absl::Milliseconds(100) || p.s.inputs.every > absl::Hours(24))
+    return p.error("inputs: every: expected a duration in [100ms, 24h]");
+  return absl::OkStatus();
+}
+void format_inputs(const Scenario& s, std::string& out) {
+  if (s.inputs.every == absl::ZeroDuration()) return;
+  put(out, "inputs every=", format_duration(s.inputs.every));
+}
+absl::Status parse_queries(ParseState& p) {
+  Attrs a = p.attrs(1);
+  QuerySpec& q = p.s.queries;
+  a.dur("every", &q.every);
+  a.num("page", &q.page, 1, 1000, "a page size");
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (q.every < absl::Milliseconds(100) || q.every > absl::Hours(24))
+    return p.error("queries: every: expected a duration in [100ms, 24h]");
+  return absl::OkStatus();
+}
+void format_queries(const Scenario& s, std::string& out) {
+  if (s.queries.every == absl::ZeroDuration()) return;
+  put(out, "queries every=", format_duration(s.queries.every), " page=", s.queries.page);
+}
+
 absl::Status parse_swarm(ParseState& p) {
   Attrs a = p.attrs(1);
   RandomFaults& rf = p.s.random_faults;
@@ -1041,6 +1070,8 @@ constexpr Directive kDirectives[] = {
      "trigger at=25m count=3\n"
      "reschedule at=30m count=1 expr=\"0 * * * *\" zone=UTC\n"},
     {{"reads"}, true, parse_reads, format_reads, "reads every=5s page=3\n"},
+    {{"inputs"}, true, parse_inputs, format_inputs, "inputs every=20s\n"},
+    {{"queries"}, true, parse_queries, format_queries, "queries every=4s page=2\n"},
     {{"fault"},
      false,
      parse_fault,

@@ -194,6 +194,28 @@ struct ReadSpec {
   friend bool operator==(const ReadSpec&, const ReadSpec&) = default;
 };
 
+// The client's boundary inputs (`inputs every=D`): every D it sends one
+// request whose input sits exactly at a documented limit of the job API or
+// one past it (a label value's length, a list page size, a policy number,
+// a job id's length, ...), cycling through a fixed list, and records the
+// answer (sim/scenario/workload.h, "Inputs"). Off when `every` is zero.
+struct InputSpec {
+  absl::Duration every = absl::ZeroDuration();
+  friend bool operator==(const InputSpec&, const InputSpec&) = default;
+};
+
+// The client's filtered listings and bounded queries (`queries every=D
+// page=N`): every D a listing with a namespace and/or label selector paged
+// by N, a job's runs walked in pages of N by their lower bound, or a job's
+// ledger in a [from, to) window (sim/scenario/workload.h, "Queries"). With
+// it, the workload's jobs carry a namespace and labels to filter on. Off
+// when `every` is zero.
+struct QuerySpec {
+  absl::Duration every = absl::ZeroDuration();
+  std::uint32_t page = 3;
+  friend bool operator==(const QuerySpec&, const QuerySpec&) = default;
+};
+
 // Random faults drawn per seed (swarm testing).
 struct RandomFaults {
   std::uint32_t per_hour = 0;
@@ -220,6 +242,8 @@ struct Scenario {
   std::vector<CancelSpec> cancels;
   std::vector<ControlSpec> controls;  // in file order
   ReadSpec reads;
+  InputSpec inputs;
+  QuerySpec queries;
   std::vector<FaultSpec> faults;
   RandomFaults random_faults;
   // Invariants switched off by `ignore NAME` (all are on by default).

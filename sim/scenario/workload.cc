@@ -102,7 +102,7 @@ std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time 
 }
 
 Workload::Workload(const Scenario& s, absl::Time start, Random random)
-    : reads_(s.reads), random_(random) {
+    : reads_(s.reads), inputs_(s.inputs), queries_(s.queries), start_(start), random_(random) {
   const absl::Duration quantum = s.timing.quantum;  // zero: every time as drawn
   std::vector<std::size_t> recurring;
   for (std::size_t spec_i = 0; spec_i < s.jobs.size(); ++spec_i) {
@@ -215,6 +215,8 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random)
       }
     }
   }
+  if (queries_.every > absl::ZeroDuration()) label_jobs_for_queries();
+  if (inputs_.every > absl::ZeroDuration()) config_scenario_ = std::make_shared<Scenario>(s);
 }
 
 std::string_view Workload::name(Op op) {
@@ -278,6 +280,8 @@ void Workload::start(NodeContext& ctx) {
     });
   }
   if (reads_.every > absl::ZeroDuration()) arm_reads();
+  if (inputs_.every > absl::ZeroDuration()) arm_inputs();
+  if (queries_.every > absl::ZeroDuration()) arm_queries();
 }
 
 void Workload::create(std::size_t i) {
@@ -305,6 +309,8 @@ void Workload::create(std::size_t i) {
     e.with("job", job.spec.id)
         .with("incarnation", r->job.incarnation)
         .with("created_at", r->job.created_at);
+    if (queries_.every > absl::ZeroDuration())
+      e.with("namespace", job.spec.ns).with("labels", client_events::label_text(job.spec.labels));
     ctx_->log.record(std::move(e));
   });
 }
@@ -374,6 +380,8 @@ void Workload::recreate(std::size_t index) {
     e.with("job", job.spec.id)
         .with("incarnation", r->job.incarnation)
         .with("created_at", r->job.created_at);
+    if (queries_.every > absl::ZeroDuration())
+      e.with("namespace", job.spec.ns).with("labels", client_events::label_text(job.spec.labels));
     ctx_->log.record(std::move(e));
   });
 }

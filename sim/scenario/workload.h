@@ -48,6 +48,34 @@
 // (reads-see-acknowledged-writes). Reads that get no answer or an error are
 // not judged.
 //
+// Inputs (`inputs every=D`, off by default): every D the client sends one
+// request whose input lies exactly at a documented limit of the job API or
+// one past it, alternately, cycling through a fixed list (input_probes() in
+// sim/scenario/workload_queries.cc: label value length and characters,
+// label key length and count, namespace and job id length, every bounded
+// policy number, a policy update, list page sizes filtered and not, ledger
+// and runs limits, a control request's id length). Each definite answer is
+// the client event "client.input_answered" (probe, bound "at" or "past",
+// code; a create also its job, namespace and labels), which the checker
+// judges (inputs-within-documented-limits): past the limit refused with
+// InvalidArgument and nothing written, at the limit accepted. Probe jobs
+// live in their own namespace "probes", fire a day after the run ends and
+// are never in the checker's ground truth of occurrences.
+//
+// Queries (`queries every=D page=N`, off by default): the workload's jobs
+// carry the namespace "ns-a" or "ns-b" (alternately) and labels tier=t0..t2
+// and line=K (their job line), recorded on "client.job_created"; every D the
+// client sends one of: a listing with a namespace and/or label selector (or
+// none) in pages of N, following the page token ("client.list_started",
+// then "client.listed" with the ids of every page); a walk of one job's runs
+// in pages of N, each page's lower bound just past the previous page's last
+// run ("client.runs_walked"); or one job's ledger in a [from, to) window
+// chosen from records seen before, inside a coalesced range when one was
+// seen ("client.ledger_queried"). The checker judges them against its model
+// of what the client was told (queries-match-the-model): pages sorted,
+// within their limit and bounds, no duplicates, the filter exactly applied,
+// and every acknowledged job or entry seen before within the bounds there.
+//
 // Control requests carry If-Match. The client sends the requests on one job
 // one at a time, in plan order (a request waits until every earlier one on
 // that job was answered, acknowledged or refused), and each carries the
@@ -67,6 +95,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -222,8 +252,31 @@ class Workload {
   void read_ledger(std::size_t job);
   void read_runs(std::size_t job);
   void read_anomaly(std::string_view op, std::string_view job, std::string detail);
+  // Inputs and queries (sim/scenario/workload_queries.cc; see the file comment).
+  void label_jobs_for_queries();
+  void arm_inputs();
+  void send_input();
+  void input_answered(std::string_view probe, bool past, const absl::Status& status,
+                      const kairos::JobSpec* created);
+  void arm_queries();
+  void query_once();
+  void query_list();
+  void query_runs(std::size_t job);
+  void query_ledger(std::size_t job);
+  std::uint64_t known_incarnation(std::size_t job) const;
 
   ReadSpec reads_;
+  InputSpec inputs_;
+  // With `inputs`: the scenario, for the node configurations it derives.
+  std::shared_ptr<const Scenario> config_scenario_;
+  QuerySpec queries_;
+  absl::Time start_;
+  std::uint64_t inputs_sent_ = 0;
+  std::uint64_t listings_ = 0;
+  std::optional<std::string> policy_target_;  // a probe job accepted at the limits
+  std::optional<std::string> long_id_;        // the probe job whose id is at its limit
+  // Per job (index into jobs_): the ledger ranges [nominal, through] seen.
+  std::map<std::size_t, std::vector<std::pair<absl::Time, absl::Time>>> ledger_seen_;
   NodeContext* ctx_ = nullptr;
   std::uint64_t generation_ = 0;  // bumped at every start(): old timers are void
   Random random_;

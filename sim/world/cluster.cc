@@ -591,6 +591,8 @@ History Cluster::history() const {
   h.cancels = &workload_->cancels();
   h.jobs = &workload_->client_jobs();
   h.starvation_bound = starvation_bound_;
+  h.ledger_keep = scheduler_config(scenario_, "x").policy.ledger_keep;
+  h.ledger_max_age = scheduler_config(scenario_, "x").policy.ledger_max_age;
   h.faults = &windows_;
   h.corrupted = &corrupted_;
   h.bounds = timeliness_bounds(scenario_);

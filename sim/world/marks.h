@@ -65,6 +65,11 @@ inline constexpr std::string_view kOtherMarks[] = {
     "client.stale-control-refused",
     "client.read-checked",
     "client.list-paged",
+    "client.input-refused",
+    "client.input-accepted-at-limit",
+    "client.list-filtered",
+    "client.query-bounded",
+    "client.ledger-reaching",
 };
 
 }  // namespace kairos::sim
