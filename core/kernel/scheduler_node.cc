@@ -1,5 +1,6 @@
 #include "core/kernel/scheduler_node.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -573,7 +574,9 @@ void SchedulerNode::on_message(PeerId from, std::string_view bytes) {
     return;
   }
   wire::Message& m = *decoded;
-  if (auto* c = std::get_if<wire::ClaimRequest>(&m)) {
+  if (auto* c = std::get_if<wire::ClaimRequest>(&m); c != nullptr && !c->reports.empty()) {
+    handle_claim_with_reports(from, std::move(*c));
+  } else if (c != nullptr) {
     for (const auto& [k, p] : parked_)
       if (p.peer == from && p.request.request_id == c->request_id) return;  // duplicate
     Parked p;
@@ -647,29 +650,13 @@ void SchedulerNode::try_claim(std::uint64_t key) {
         const bool expired = clock_.now() >= p.deadline;
         if (r.committed()) {
           if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
-          KAIROS_CHECK_MSG(out->grants.size() <= p.request.max_runs,
-                           "a claim grants at most the runs asked for");
-          for (const Grant& g : out->grants)
-            KAIROS_CHECK_MSG(g.run.state == RunState::kLeased && g.run.token > 0 &&
-                                 g.run.owner == p.request.worker_id,
-                             "a grant is a run leased to the claiming worker under a token");
+          check_grants(out->grants, p.request.max_runs, p.request.worker_id);
           record_all(out->events);
           observe_fire_lateness(out->grants);
           if (!out->grants.empty() || expired) {
             wire::ClaimResponse resp;
             resp.request_id = p.request.request_id;
-            for (auto& g : out->grants) {
-              wire::WireGrant wg;
-              wg.run = g.run.id;
-              wg.attempt = g.run.attempt;
-              wg.token = g.run.token;
-              wg.lease_ttl = config_.lease.lease_ttl;
-              wg.payload = std::move(g.payload);
-              wg.timeout = g.timeout;
-              wg.late_by = g.run.lateness;
-              wg.occurrences = g.run.stands_for;
-              resp.grants.push_back(std::move(wg));
-            }
+            resp.grants = wire_grants(out->grants);
             send(p.peer, resp);
             parked_.erase(it);
           }
@@ -727,57 +714,134 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
 }
 
 void SchedulerNode::handle_complete(PeerId from, wire::CompleteRequest request) {
-  auto items = std::make_shared<std::vector<CompleteItem>>(std::move(request.items));
-  auto out = std::make_shared<CompleteResult>();
-  const std::string worker = request.worker_id;
-  const std::uint64_t request_id = request.request_id;
-  TxnBody body = [this, worker, items, out](Txn& txn) {
-    return store_.complete(txn, worker, *items, out.get());
+  serve_reports(from, request.request_id, std::move(request.worker_id), std::move(request.items),
+                std::nullopt);
+}
+
+void SchedulerNode::handle_claim_with_reports(PeerId from, wire::ClaimRequest request) {
+  // The worker's reports and its next claim in one transaction, reports
+  // first (a run they finish frees its job's overlap slot for the claim),
+  // retried like a completion and answered at once: the reports need their
+  // verdicts now, so this claim is never parked. An unknown outcome retried
+  // may have leased runs whose grants are never sent; their leases lapse, as
+  // for any claim whose outcome is unknown. While the node may not claim
+  // (not initialized yet, or its clock outside the tolerated skew) the
+  // reports are still recorded and the answer grants nothing.
+  const bool claiming = initialized_ && !clock_skewed_;
+  ClaimArgs args;
+  args.worker = request.worker_id;
+  args.max_runs = claiming ? std::min(request.max_runs, config_.max_claim_batch) : 0;
+  args.ttl = config_.lease.lease_ttl;
+  args.first_shard = claiming ? claim_rotation_++ % config_.shard_count : 0;
+  args.accepts = request.accepts;
+  serve_reports(from, request.request_id, std::move(request.worker_id), std::move(request.reports),
+                std::move(args));
+}
+
+void SchedulerNode::serve_reports(PeerId from, std::uint64_t request_id, std::string worker,
+                                  std::vector<CompleteItem> reports,
+                                  std::optional<ClaimArgs> claim) {
+  auto items = std::make_shared<std::vector<CompleteItem>>(std::move(reports));
+  auto completed = std::make_shared<CompleteResult>();
+  auto claimed = std::make_shared<ClaimResult>();
+  const bool claims = claim.has_value();
+  // The answer: a CompleteResponse to a completion, a ClaimResponse to a
+  // claim that carried the reports.
+  auto answer = [this, from, request_id, claims](std::vector<wire::WireVerdict> results,
+                                                 std::vector<wire::WireGrant> grants) {
+    if (claims) {
+      send(from, wire::ClaimResponse{request_id, std::move(grants), std::move(results)});
+    } else {
+      KAIROS_CHECK(grants.empty());
+      send(from, wire::CompleteResponse{request_id, std::move(results)});
+    }
   };
-  auto reply = [this, from, request_id, out, items](TxnResult r) {
+  TxnBody body = [this, worker, claim, items, completed, claimed](Txn& txn) {
+    KAIROS_RETURN_IF_ERROR(store_.complete(txn, worker, *items, completed.get()));
+    return claim ? store_.claim(txn, *claim, claimed.get()) : absl::OkStatus();
+  };
+  auto reply = [this, from, request_id, claim, items, completed, claimed, answer](TxnResult r) {
     if (!r.committed()) {
       send(from, wire::ErrorMessage{
                      request_id, static_cast<std::uint32_t>(absl::StatusCode::kUnavailable),
                      absl::StrCat("completion not recorded: ", absl_sv(to_string(r.outcome)))});
       return;
     }
+    if (!claimed->grants.empty() && crashed_at("claim-after-commit")) return;
     if (crashed_at("complete-after-commit-before-ack")) return;
-    KAIROS_CHECK_MSG(out->verdicts.size() == items->size(), "one completion verdict per item");
-    record_all(out->events);
-    wire::CompleteResponse resp;
-    resp.request_id = request_id;
-    for (auto& v : out->verdicts)
-      resp.results.push_back(
-          wire::WireVerdict{v.verdict, absl::ZeroDuration(), std::move(v.reason)});
-    send(from, resp);
+    KAIROS_CHECK_MSG(completed->verdicts.size() == items->size(),
+                     "one completion verdict per item");
+    record_all(completed->events);
+    if (claim) {
+      check_grants(claimed->grants, claim->max_runs, claim->worker);
+      record_all(claimed->events);
+      observe_fire_lateness(claimed->grants);
+    }
+    answer(wire_verdicts(completed->verdicts), wire_grants(claimed->grants));
   };
   if (config_.bugs.unknown_as_failure) {
-    planted_complete_unknown_as_failure(from, request_id, items->size(), std::move(body),
-                                        std::move(reply));
+    planted_complete_unknown_as_failure(
+        std::move(body), std::move(reply),
+        [answer, n = items->size()] { answer(planted_failed_verdicts(n), {}); });
     return;
   }
   transact_retrying("complete", std::move(body), std::move(reply));
 }
 
-void SchedulerNode::planted_complete_unknown_as_failure(PeerId from, std::uint64_t request_id,
-                                                        std::size_t items, TxnBody body,
-                                                        std::function<void(TxnResult)> reply) {
+void SchedulerNode::check_grants(const std::vector<Grant>& grants, std::uint32_t max_runs,
+                                 std::string_view worker) const {
+  KAIROS_CHECK_MSG(grants.size() <= max_runs, "a claim grants at most the runs asked for");
+  for (const Grant& g : grants)
+    KAIROS_CHECK_MSG(g.run.state == RunState::kLeased && g.run.token > 0 && g.run.owner == worker,
+                     "a grant is a run leased to the claiming worker under a token");
+}
+
+std::vector<wire::WireGrant> SchedulerNode::wire_grants(std::vector<Grant>& grants) const {
+  std::vector<wire::WireGrant> out;
+  out.reserve(grants.size());
+  for (auto& g : grants) {
+    wire::WireGrant wg;
+    wg.run = g.run.id;
+    wg.attempt = g.run.attempt;
+    wg.token = g.run.token;
+    wg.lease_ttl = config_.lease.lease_ttl;
+    wg.payload = std::move(g.payload);
+    wg.timeout = g.timeout;
+    wg.late_by = g.run.lateness;
+    wg.occurrences = g.run.stands_for;
+    out.push_back(std::move(wg));
+  }
+  return out;
+}
+
+std::vector<wire::WireVerdict> SchedulerNode::wire_verdicts(
+    std::vector<CompleteVerdict>& verdicts) {
+  std::vector<wire::WireVerdict> out;
+  out.reserve(verdicts.size());
+  for (auto& v : verdicts)
+    out.push_back(wire::WireVerdict{v.verdict, absl::ZeroDuration(), std::move(v.reason)});
+  return out;
+}
+
+std::vector<wire::WireVerdict> SchedulerNode::planted_failed_verdicts(std::size_t n) {
+  return std::vector<wire::WireVerdict>(
+      n, wire::WireVerdict{WriteVerdict::kNotLeased, absl::ZeroDuration(), "commit failed"});
+}
+
+void SchedulerNode::planted_complete_unknown_as_failure(TxnBody body,
+                                                        std::function<void(TxnResult)> reply,
+                                                        std::function<void()> answer_failed) {
   // Planted bug (unknown_as_failure): one attempt, and "unknown" taken as
   // "not applied" and answered as failed, so the worker runs it again.
   KAIROS_CHECK(config_.bugs.unknown_as_failure);
-  transact_once(
-      "complete", std::move(body),
-      [this, from, request_id, items, reply = std::move(reply)](TxnResult r) {
-        if (r.outcome != CommitOutcome::kUnknown) {
-          reply(std::move(r));
-          return;
-        }
-        wire::CompleteResponse resp;
-        resp.request_id = request_id;
-        for (std::size_t i = 0; i < items; ++i)
-          resp.results.push_back({WriteVerdict::kNotLeased, absl::ZeroDuration(), "commit failed"});
-        send(from, resp);
-      });
+  transact_once("complete", std::move(body),
+                [reply = std::move(reply), answer_failed = std::move(answer_failed)](TxnResult r) {
+                  if (r.outcome != CommitOutcome::kUnknown) {
+                    reply(std::move(r));
+                    return;
+                  }
+                  answer_failed();
+                });
 }
 
 // ---------------------------------------------------------------------------

@@ -291,13 +291,27 @@ class SchedulerNode {
   void try_claim(std::uint64_t key);
   void handle_renew(PeerId from, wire::RenewRequest request);
   void handle_complete(PeerId from, wire::CompleteRequest request);
+  void handle_claim_with_reports(PeerId from, wire::ClaimRequest request);
+  // Records a worker's completion reports, and with `claim` takes that claim
+  // in the same transaction; answers with a CompleteResponse, or with a
+  // ClaimResponse when it claimed.
+  void serve_reports(PeerId from, std::uint64_t request_id, std::string worker,
+                     std::vector<CompleteItem> reports, std::optional<ClaimArgs> claim);
+  // What every claim answer is checked for and how its grants and verdicts
+  // go on the wire.
+  void check_grants(const std::vector<Grant>& grants, std::uint32_t max_runs,
+                    std::string_view worker) const;
+  std::vector<wire::WireGrant> wire_grants(std::vector<Grant>& grants) const;
+  static std::vector<wire::WireVerdict> wire_verdicts(std::vector<CompleteVerdict>& verdicts);
   // Planted-bug paths (PlantedBugs): each runs only when its switch is set.
   void planted_redispatch_after_unknown(std::uint32_t shard, const LeaderToken& token,
                                         const std::vector<RunRecord>& dispatched);
   void planted_create_runs_separately(std::uint32_t shard, const LeaderToken& token,
                                       const std::vector<RunRecord>& to_create);
-  void planted_complete_unknown_as_failure(PeerId from, std::uint64_t request_id, std::size_t items,
-                                           TxnBody body, std::function<void(TxnResult)> reply);
+  // `answer_failed` sends the planted answer: every report "failed".
+  void planted_complete_unknown_as_failure(TxnBody body, std::function<void(TxnResult)> reply,
+                                           std::function<void()> answer_failed);
+  static std::vector<wire::WireVerdict> planted_failed_verdicts(std::size_t n);
   void send(PeerId to, const wire::Message& message);
   void record(Event event);
   void record_all(std::vector<Event>& events);

@@ -137,10 +137,46 @@ absl::StatusOr<std::vector<WireVerdict>> get_verdicts(ByteReader& r, std::string
   return out;
 }
 
+// Completion items, in a CompleteRequest and in a ClaimRequest's reports:
+// the count, then each item.
+void put_complete_items(ByteWriter& w, const std::vector<CompleteItem>& items) {
+  w.u32(static_cast<std::uint32_t>(items.size()));
+  for (const auto& i : items) {
+    const std::size_t before = w.size();
+    put_run(w, i.run);
+    w.u64(i.token).u8(static_cast<std::uint8_t>(i.outcome)).i32(i.exit_code).str(i.detail);
+    w.str(i.output);
+    KAIROS_CHECK(w.size() - before >= kMinCompleteItem);
+  }
+}
+absl::StatusOr<std::vector<CompleteItem>> get_complete_items(ByteReader& r, std::string_view list) {
+  std::vector<CompleteItem> out;
+  std::uint32_t n;
+  WIRE_READ(n, r.count("count", kMaxBatch, kCompleteItemBound),
+            absl::StrCat("wire: ", absl_sv(list)));
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::string where = absl::StrCat("wire: ", absl_sv(list), "[", i, "]");
+    CompleteItem item;
+    WIRE_READ(item.run, get_run(r), where);
+    WIRE_READ(item.token, r.u64("token"), where);
+    std::uint8_t outcome;
+    WIRE_READ(outcome, r.u8("outcome"), where);
+    if (outcome > static_cast<std::uint8_t>(RunStatus::kStopped))
+      return absl::InvalidArgumentError(absl::StrCat(where, ".outcome: unknown value ", outcome));
+    item.outcome = static_cast<RunStatus>(outcome);
+    WIRE_READ(item.exit_code, r.i32("exit_code"), where);
+    WIRE_READ(item.detail, bounded_str(r, kMaxReasonSize, ""), absl::StrCat(where, ".detail"));
+    WIRE_READ(item.output, bounded_str(r, kMaxRunOutputSize, ""), absl::StrCat(where, ".output"));
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 struct BodyEncoder {
   ByteWriter& w;
   void operator()(const ClaimRequest& m) const {
     w.u64(m.request_id).str(m.worker_id).u32(m.max_runs).duration(m.wait).u8(m.accepts);
+    put_complete_items(w, m.reports);
   }
   void operator()(const ClaimResponse& m) const {
     w.u64(m.request_id).u32(static_cast<std::uint32_t>(m.grants.size()));
@@ -152,6 +188,7 @@ struct BodyEncoder {
       w.duration(g.timeout).duration(g.late_by).u32(g.occurrences);
       KAIROS_CHECK(w.size() - before >= kMinGrant);
     }
+    put_verdicts(w, m.results);
   }
   void operator()(const RenewRequest& m) const {
     w.u64(m.request_id).str(m.worker_id).u32(static_cast<std::uint32_t>(m.items.size()));
@@ -167,14 +204,8 @@ struct BodyEncoder {
     put_verdicts(w, m.results);
   }
   void operator()(const CompleteRequest& m) const {
-    w.u64(m.request_id).str(m.worker_id).u32(static_cast<std::uint32_t>(m.items.size()));
-    for (const auto& i : m.items) {
-      const std::size_t before = w.size();
-      put_run(w, i.run);
-      w.u64(i.token).u8(static_cast<std::uint8_t>(i.outcome)).i32(i.exit_code).str(i.detail);
-      w.str(i.output);
-      KAIROS_CHECK(w.size() - before >= kMinCompleteItem);
-    }
+    w.u64(m.request_id).str(m.worker_id);
+    put_complete_items(w, m.items);
   }
   void operator()(const CompleteResponse& m) const {
     w.u64(m.request_id);
@@ -200,6 +231,7 @@ absl::StatusOr<Message> decode_claim_request(ByteReader& r) {
         absl::StrCat("wire: claim_request.accepts: must name at least one payload kind (1 "
                      "command, 2 http, 3 both), got ",
                      m.accepts));
+  KAIROS_ASSIGN_OR_RETURN(m.reports, get_complete_items(r, "claim_request.reports"));
   return Message(std::move(m));
 }
 
@@ -223,6 +255,7 @@ absl::StatusOr<Message> decode_claim_response(ByteReader& r) {
     WIRE_READ(g.occurrences, r.u32("occurrences"), where);
     m.grants.push_back(std::move(g));
   }
+  KAIROS_ASSIGN_OR_RETURN(m.results, get_verdicts(r, "claim_response"));
   return Message(std::move(m));
 }
 
@@ -246,23 +279,7 @@ absl::StatusOr<Message> decode_complete_request(ByteReader& r) {
   CompleteRequest m;
   WIRE_READ(m.request_id, r.u64("request_id"), "wire: complete_request");
   WIRE_READ(m.worker_id, bounded_str(r, kMaxIdSize, ""), "wire: complete_request.worker_id");
-  std::uint32_t n;
-  WIRE_READ(n, r.count("count", kMaxBatch, kCompleteItemBound), "wire: complete_request.items");
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const std::string where = absl::StrCat("wire: complete_request.items[", i, "]");
-    CompleteItem item;
-    WIRE_READ(item.run, get_run(r), where);
-    WIRE_READ(item.token, r.u64("token"), where);
-    std::uint8_t outcome;
-    WIRE_READ(outcome, r.u8("outcome"), where);
-    if (outcome > static_cast<std::uint8_t>(RunStatus::kStopped))
-      return absl::InvalidArgumentError(absl::StrCat(where, ".outcome: unknown value ", outcome));
-    item.outcome = static_cast<RunStatus>(outcome);
-    WIRE_READ(item.exit_code, r.i32("exit_code"), where);
-    WIRE_READ(item.detail, bounded_str(r, kMaxReasonSize, ""), absl::StrCat(where, ".detail"));
-    WIRE_READ(item.output, bounded_str(r, kMaxRunOutputSize, ""), absl::StrCat(where, ".output"));
-    m.items.push_back(std::move(item));
-  }
+  KAIROS_ASSIGN_OR_RETURN(m.items, get_complete_items(r, "complete_request.items"));
   return Message(std::move(m));
 }
 

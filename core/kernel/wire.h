@@ -40,7 +40,9 @@ namespace kairos::wire {
 
 inline constexpr std::uint16_t kMagic = 0x4B53;
 // 2: grants carry late_by and occurrences, completions carry output.
-inline constexpr std::uint8_t kWireVersion = 2;
+// 3: a claim carries the worker's finished runs' reports and its answer their
+//    verdicts (one message and one store transaction for both).
+inline constexpr std::uint8_t kWireVersion = 3;
 inline constexpr std::size_t kFrameHeaderSize = 8;
 inline constexpr std::uint32_t kMaxFrameBody = 16u << 20;
 // Every frame fits one transport message (core/ports/transport.h).
@@ -58,6 +60,14 @@ enum class MessageType : std::uint8_t {
   kError = 7,
 };
 
+// A verdict on one renew or complete item.
+struct WireVerdict {
+  WriteVerdict verdict = WriteVerdict::kAccepted;
+  absl::Duration lease_ttl = absl::ZeroDuration();  // renew accepted: the new lease length
+  std::string reason;
+  friend bool operator==(const WireVerdict&, const WireVerdict&) = default;
+};
+
 struct ClaimRequest {
   std::uint64_t request_id = 0;
   std::string worker_id;
@@ -66,6 +76,13 @@ struct ClaimRequest {
   // Payload kinds the worker runs (kAcceptCommand | kAcceptHttp); decode
   // refuses 0 and unknown bits.
   std::uint8_t accepts = kAcceptAll;
+  // Completion reports carried with the claim (at most kMaxBatch): the node
+  // records them and takes the claim in one transaction, reports first, and
+  // answers at once (a claim with reports is never parked, whatever `wait`
+  // says), with one verdict per report in ClaimResponse::results. The same
+  // idempotency as CompleteRequest: a report retried under its token is
+  // accepted once.
+  std::vector<CompleteItem> reports;
   friend bool operator==(const ClaimRequest&, const ClaimRequest&) = default;
 };
 
@@ -88,6 +105,9 @@ struct WireGrant {
 struct ClaimResponse {
   std::uint64_t request_id = 0;
   std::vector<WireGrant> grants;
+  // One verdict per ClaimRequest::reports item, same order (empty when the
+  // claim carried none).
+  std::vector<WireVerdict> results;
   friend bool operator==(const ClaimResponse&, const ClaimResponse&) = default;
 };
 
@@ -100,12 +120,6 @@ struct RenewRequest {
   friend bool operator==(const RenewRequest&, const RenewRequest&) = default;
 };
 
-struct WireVerdict {
-  WriteVerdict verdict = WriteVerdict::kAccepted;
-  absl::Duration lease_ttl = absl::ZeroDuration();  // renew accepted: the new lease length
-  std::string reason;
-  friend bool operator==(const WireVerdict&, const WireVerdict&) = default;
-};
 struct RenewResponse {
   std::uint64_t request_id = 0;
   std::vector<WireVerdict> results;  // one per request item, same order

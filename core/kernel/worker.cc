@@ -166,34 +166,27 @@ void Worker::on_message(PeerId, std::string_view bytes) {
     on_complete_response(*d);
   } else if (auto* e = std::get_if<wire::ErrorMessage>(&*decoded)) {
     Alive alive = alive_;
+    const bool carried = complete_ && complete_->request_id == e->request_id;
     if (claim_ && claim_->request_id == e->request_id) {
       // The node refused (e.g. its clock is outside the tolerated skew, or
       // the store is unavailable to it): the next claim goes to the next
       // node, or a worker pinned to a refusing node would starve while
-      // healthy nodes have work.
+      // healthy nodes have work. Reports the claim carried were not
+      // recorded: they are sent again after a backoff.
       timers_.cancel(claim_->timer);
       claim_.reset();
       ++claim_failures_;
       rotate_node();
+      if (carried) retry_reports_later(/*abandon_exhausted=*/false);
       claim_retry_timer_ = timers_.after(backoff(claim_failures_), [this, alive] {
         if (!*alive) return;
         claim_retry_timer_.reset();
         maybe_claim();
       });
-    } else if (complete_ && complete_->request_id == e->request_id) {
+    } else if (carried) {
       timers_.cancel(complete_->timer);
-      complete_.reset();
       rotate_node();  // as for a timeout: another node may get it through
-      std::uint32_t worst = 0;
-      for (const RunId& id : complete_items_) {
-        auto it = reports_.find(id);
-        if (it != reports_.end()) worst = std::max(worst, it->second.attempts);
-      }
-      flush_timer_ = timers_.after(backoff(worst), [this, alive] {
-        if (!*alive) return;
-        flush_timer_.reset();
-        flush_reports();
-      });
+      retry_reports_later(/*abandon_exhausted=*/false);
     } else {
       renews_.erase(e->request_id);
     }
@@ -203,9 +196,13 @@ void Worker::on_message(PeerId, std::string_view bytes) {
 // ---------------------------------------------------------------------------
 // Claims.
 
+bool Worker::can_claim() const {
+  return !stopped_ && !draining_ && !claim_ && !claim_retry_timer_ &&
+         active_.size() < config_.max_concurrent;
+}
+
 void Worker::maybe_claim() {
-  if (stopped_ || draining_ || claim_ || claim_retry_timer_) return;
-  if (active_.size() >= config_.max_concurrent) return;
+  if (!can_claim()) return;
   const auto capacity = static_cast<std::uint32_t>(config_.max_concurrent - active_.size());
   KAIROS_CHECK(capacity >= 1 && capacity <= wire::kMaxBatch);  // what the decoder accepts
   wire::ClaimRequest req;
@@ -214,19 +211,29 @@ void Worker::maybe_claim() {
   req.max_runs = capacity;
   req.wait = config_.claim_wait;
   req.accepts = config_.accepts;
+  // Reports waiting and none in flight or backing off: they ride with the
+  // claim (one message, one store transaction), which the node then answers
+  // at once instead of parking it.
+  const bool carries = !complete_ && !flush_timer_ && !reports_.empty();
+  if (carries) {
+    req.wait = absl::ZeroDuration();
+    req.reports = take_reports();
+  }
   Alive alive = alive_;
   const std::uint64_t id = req.request_id;
   Outstanding o;
   o.request_id = id;
   o.sent = clock_.now();
-  o.timer = timers_.after(config_.claim_wait + config_.lease.rpc_timeout, [this, alive, id] {
+  o.timer = timers_.after(req.wait + config_.lease.rpc_timeout, [this, alive, id] {
     if (!*alive || !claim_ || claim_->request_id != id) return;
     // No answer: the claim (and any lease it took) is abandoned; the lease
-    // will lapse on the store. Try the next node.
+    // will lapse on the store. Try the next node. Reports it carried are
+    // handled as a completion that timed out.
     claim_.reset();
     ++claim_failures_;
     metrics_.counter("kairos_worker_claim_timeouts_total").add();
     rotate_node();
+    if (complete_ && complete_->request_id == id) retry_reports_later(/*abandon_exhausted=*/true);
     claim_retry_timer_ = timers_.after(backoff(claim_failures_), [this, alive] {
       if (!*alive) return;
       claim_retry_timer_.reset();
@@ -234,6 +241,11 @@ void Worker::maybe_claim() {
     });
   });
   claim_ = o;
+  if (carries) {
+    Outstanding c = o;
+    c.timer = 0;  // the claim's timer answers for both
+    complete_ = c;
+  }
   send(req);
 }
 
@@ -242,10 +254,16 @@ void Worker::on_claim_response(wire::ClaimResponse response) {
     metrics_.counter("kairos_worker_stale_responses_total").add();
     return;
   }
+  const bool carried = complete_ && complete_->request_id == response.request_id;
+  if (carried && response.results.size() != complete_items_.size()) return;  // not an answer
   timers_.cancel(claim_->timer);
   const absl::Time sent = claim_->sent;
   claim_.reset();
   claim_failures_ = 0;
+  if (carried) {
+    complete_.reset();
+    apply_verdicts(response.results);
+  }
   if (draining_) {
     // Draining: nothing new is started; each grant is released at once
     // (reported kStopped under its token), so the run is claimable again
@@ -260,7 +278,8 @@ void Worker::on_claim_response(wire::ClaimResponse response) {
     return;
   }
   for (auto& g : response.grants) start_run(std::move(g), sent);
-  if (response.grants.empty() && clock_.now() - sent < config_.claim_wait / 2) {
+  if (carried) flush_reports();  // reports that finished meanwhile (or claims again)
+  if (response.grants.empty() && !carried && clock_.now() - sent < config_.claim_wait / 2) {
     // Answered early with nothing: do not spin.
     Alive alive = alive_;
     claim_retry_timer_ = timers_.after(backoff(2), [this, alive] {
@@ -442,10 +461,23 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
                             outcome.detail.substr(0, kMaxDetailSize),
                             outcome.output.substr(0, kMaxRunOutputSize)};
     reports_[id] = std::move(rep);
-    flush_reports();
   }
-  maybe_claim();
+  flush_soon();
   check_drained();
+}
+
+void Worker::flush_soon() {
+  // Runs that finish in the same turn of the loop (a batch of quick runs)
+  // are reported, and their slots claimed again, in one message.
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  Alive alive = alive_;
+  timers_.post([this, alive] {
+    if (!*alive) return;
+    flush_posted_ = false;
+    flush_reports();
+    maybe_claim();
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -520,9 +552,30 @@ void Worker::on_renew_response(const wire::RenewResponse& response) {
 void Worker::flush_reports() {
   check_drained();
   if (stopped_ || complete_ || flush_timer_ || reports_.empty()) return;
+  if (can_claim()) {
+    maybe_claim();  // the reports ride with the claim
+    return;
+  }
   wire::CompleteRequest req;
   req.request_id = next_request_id();
   req.worker_id = config_.worker_id;
+  req.items = take_reports();
+  Alive alive = alive_;
+  const std::uint64_t rid = req.request_id;
+  Outstanding o;
+  o.request_id = rid;
+  o.sent = clock_.now();
+  o.timer = timers_.after(config_.lease.rpc_timeout, [this, alive, rid] {
+    if (!*alive || !complete_ || complete_->request_id != rid) return;
+    rotate_node();
+    retry_reports_later(/*abandon_exhausted=*/true);
+  });
+  complete_ = o;
+  send(req);
+}
+
+std::vector<CompleteItem> Worker::take_reports() {
+  std::vector<CompleteItem> items;
   complete_items_.clear();
   // Bounded by count and by bytes: with captured output (up to
   // kMaxRunOutputSize per item) a full count would not fit one frame. The
@@ -533,51 +586,46 @@ void Worker::flush_reports() {
                 "one report of the largest size always fits");
   std::size_t bytes = 0;
   for (auto& [id, rep] : reports_) {
-    if (req.items.size() >= wire::kMaxBatch) break;
+    if (items.size() >= wire::kMaxBatch) break;
     const std::size_t size = rep.item.run.job_id.size() + rep.item.detail.size() +
                              rep.item.output.size() + kItemOverhead;
-    if (!req.items.empty() && bytes + size > kByteBudget) break;
+    if (!items.empty() && bytes + size > kByteBudget) break;
     bytes += size;
     ++rep.attempts;
-    req.items.push_back(rep.item);
+    items.push_back(rep.item);
     complete_items_.push_back(id);
   }
-  KAIROS_CHECK(!req.items.empty() && req.items.size() <= wire::kMaxBatch &&
-               req.items.size() == complete_items_.size());
+  KAIROS_CHECK(!items.empty() && items.size() <= wire::kMaxBatch &&
+               items.size() == complete_items_.size());
+  return items;
+}
+
+void Worker::retry_reports_later(bool abandon_exhausted) {
+  KAIROS_CHECK(complete_.has_value());
+  complete_.reset();
   Alive alive = alive_;
-  const std::uint64_t rid = req.request_id;
-  Outstanding o;
-  o.request_id = rid;
-  o.sent = clock_.now();
-  o.timer = timers_.after(config_.lease.rpc_timeout, [this, alive, rid] {
-    if (!*alive || !complete_ || complete_->request_id != rid) return;
-    complete_.reset();
-    rotate_node();
-    std::uint32_t worst = 0;
-    for (const RunId& id : complete_items_) {
-      auto it = reports_.find(id);
-      if (it == reports_.end()) continue;
-      if (it->second.attempts >= config_.max_report_attempts) {
-        Event e;
-        e.kind = event_kinds::kWorkerReportAbandoned;
-        e.with("job", id.job_id)
-            .with("incarnation", id.incarnation)
-            .with("nominal", id.nominal)
-            .with("token", it->second.item.token);
-        record(std::move(e));
-        reports_.erase(it);
-        continue;
-      }
-      worst = std::max(worst, it->second.attempts);
+  std::uint32_t worst = 0;
+  for (const RunId& id : complete_items_) {
+    auto it = reports_.find(id);
+    if (it == reports_.end()) continue;
+    if (abandon_exhausted && it->second.attempts >= config_.max_report_attempts) {
+      Event e;
+      e.kind = event_kinds::kWorkerReportAbandoned;
+      e.with("job", id.job_id)
+          .with("incarnation", id.incarnation)
+          .with("nominal", id.nominal)
+          .with("token", it->second.item.token);
+      record(std::move(e));
+      reports_.erase(it);
+      continue;
     }
-    flush_timer_ = timers_.after(backoff(worst), [this, alive] {
-      if (!*alive) return;
-      flush_timer_.reset();
-      flush_reports();
-    });
+    worst = std::max(worst, it->second.attempts);
+  }
+  flush_timer_ = timers_.after(backoff(worst), [this, alive] {
+    if (!*alive) return;
+    flush_timer_.reset();
+    flush_reports();
   });
-  complete_ = o;
-  send(req);
 }
 
 void Worker::on_complete_response(const wire::CompleteResponse& response) {
@@ -585,11 +633,17 @@ void Worker::on_complete_response(const wire::CompleteResponse& response) {
   if (response.results.size() != complete_items_.size()) return;
   timers_.cancel(complete_->timer);
   complete_.reset();
+  apply_verdicts(response.results);
+  flush_reports();
+}
+
+void Worker::apply_verdicts(const std::vector<wire::WireVerdict>& results) {
+  KAIROS_CHECK(results.size() == complete_items_.size());
   for (std::size_t i = 0; i < complete_items_.size(); ++i) {
     const RunId& id = complete_items_[i];
     auto it = reports_.find(id);
     if (it == reports_.end()) continue;
-    const auto& v = response.results[i];
+    const auto& v = results[i];
     Event e;
     e.kind = v.verdict == WriteVerdict::kAccepted ? event_kinds::kWorkerReportAccepted
                                                   : event_kinds::kWorkerReportRejected;
@@ -602,7 +656,6 @@ void Worker::on_complete_response(const wire::CompleteResponse& response) {
     reports_.erase(it);
   }
   complete_items_.clear();
-  flush_reports();
 }
 
 }  // namespace kairos

@@ -148,6 +148,9 @@ class Worker {
   }
 
   void on_message(PeerId from, std::string_view bytes);
+  // Whether a claim may be sent now: not stopped or draining, none in
+  // flight or backing off, a slot free.
+  bool can_claim() const;
   void maybe_claim();
   void on_claim_response(wire::ClaimResponse response);
   void start_run(wire::WireGrant grant, absl::Time sent);
@@ -160,6 +163,18 @@ class Worker {
   void heartbeat();
   void on_renew_response(const wire::RenewResponse& response);
   void flush_reports();
+  // flush_reports() and maybe_claim() once the loop's current turn is over
+  // (posted; at most one pending).
+  void flush_soon();
+  // Moves the next batch of reports (bounded by count and bytes) into
+  // complete_items_, counting an attempt for each, and returns them.
+  std::vector<CompleteItem> take_reports();
+  // The reports in flight got no answer (a timeout) or a refusal: the
+  // completion in flight is over, they are sent again after a backoff;
+  // with `abandon_exhausted` those out of attempts are given up.
+  void retry_reports_later(bool abandon_exhausted);
+  // The node's verdicts on complete_items_, one each, in order.
+  void apply_verdicts(const std::vector<wire::WireVerdict>& results);
   // Draining: calls the drained callback once nothing runs or is reported.
   void check_drained();
   void on_complete_response(const wire::CompleteResponse& response);
@@ -190,9 +205,13 @@ class Worker {
   std::optional<TimerId> heartbeat_timer_;
   // Renewals in flight: request id -> (send time, runs and tokens).
   std::map<std::uint64_t, std::pair<absl::Time, std::vector<RenewItem>>> renews_;
+  // The completion in flight: a CompleteRequest, or a claim carrying
+  // reports (then complete_ and claim_ share the request id, and the claim's
+  // timer answers for both).
   std::optional<Outstanding> complete_;
   std::vector<RunId> complete_items_;  // what the in-flight completion carries
   std::optional<TimerId> flush_timer_;
+  bool flush_posted_ = false;  // flush_soon() is pending
   std::map<RunId, Active> active_;
   std::map<RunId, Report> reports_;
   bool draining_ = false;

@@ -16,6 +16,7 @@
 #include "core/twins/manual_clock.h"
 #include "core/twins/manual_loop.h"
 #include "core/twins/memory_event_log.h"
+#include "tests/support/wire_bytes.h"
 
 namespace kairos {
 namespace {
@@ -198,15 +199,9 @@ TEST(WorkerConfigDeathTest, RunDeadlineOutsideTheLeaseIsRefused) {
 // Wire bytes of the shared (run, token) items, written out by hand from the
 // framing in wire.h and the encodings in core/base/codec.h.
 
-std::string le(std::uint64_t v, int bytes) {
-  std::string s;
-  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-  return s;
-}
-std::string str(std::string_view s) { return le(s.size(), 4) + std::string(s); }
-std::string frame(std::uint8_t type, const std::string& body) {
-  return le(wire::kMagic, 2) + le(wire::kWireVersion, 1) + le(type, 1) + le(body.size(), 4) + body;
-}
+using test_support::frame;
+using test_support::le;
+using test_support::str;
 
 TEST(WireItems, RenewRequestBytesArePinned) {
   wire::RenewRequest m{9, "w", {RenewItem{RunId{"j", 2, absl::FromUnixMicros(3)}, 4}}};
