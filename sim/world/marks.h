@@ -65,6 +65,8 @@ inline constexpr std::string_view kOtherMarks[] = {
     "client.stale-control-refused",
     "client.read-checked",
     "client.list-paged",
+    "kernel.ledger-pruned",
+    "policy.misfire-capped",
 };
 
 }  // namespace kairos::sim
