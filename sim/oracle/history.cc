@@ -137,6 +137,18 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       observe_ledger_erase(commit.index, store_us, op.key);
       continue;
     }
+    if (op.kind == WriteOp::Kind::kErase && !op.key.empty() && op.key[0] == 'R') {
+      KeyReader r(op.key);
+      KAIROS_CHECK(r.tag().ok());
+      auto job = r.str();
+      auto incarnation = r.u64();
+      auto nominal = r.time();
+      KAIROS_CHECK_MSG(job.ok() && incarnation.ok() && nominal.ok(),
+                       "the store erased a run key Kairos does not write");
+      run_erases_.emplace_back(commit.index,
+                               strings_.id(idempotency_key(RunId{*job, *incarnation, *nominal})));
+      continue;
+    }
     if (op.kind != WriteOp::Kind::kPut || op.key.empty()) continue;
     if (op.key[0] == 'R') {
       auto run = decode_run(op.value);

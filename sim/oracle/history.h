@@ -186,6 +186,10 @@ class FactRecorder {
   const std::vector<StopFact>& stops() const { return stops_; }
   const std::vector<JobFact>& job_changes() const { return job_changes_; }
   const std::vector<LedgerOp>& ledger_ops() const { return ledger_ops_; }
+  // Erasures of run records: (commit, interned idempotency key), in order.
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>>& run_erases() const {
+    return run_erases_;
+  }
   // The run facts, writable: the recorder's owner stamps owner_clock_us.
   std::vector<RunFact>& mutable_runs() { return runs_; }
   Interner& strings() { return strings_; }
@@ -200,6 +204,7 @@ class FactRecorder {
   std::vector<StopFact> stops_;
   std::vector<JobFact> job_changes_;
   std::vector<LedgerOp> ledger_ops_;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> run_erases_;
   struct JobState {
     std::uint64_t incarnation = 0;
     bool paused = false;

@@ -10,7 +10,9 @@
 //   nothing pruned early  every erased record was then the id's oldest, the
 //                         id held more than ledger_keep records or the record
 //                         was older than ledger_max_age by the commit's store
-//                         clock, and its own run (if it has one) was not open;
+//                         clock, and its own run (if it has one) was not open
+//                         -- and that run, when the store holds it, is erased
+//                         in the same commit (no run outlives its record);
 //   bounds kept           after a commit that pruned an id fewer than
 //                         prune_budget records, or that recorded a dispatch
 //                         decision of it (a new record with a dispatch
@@ -65,15 +67,18 @@ void ledger_retention(const History& h, const Replay&, Findings& out) {
   const Interner& names = h.facts->strings();
   const std::vector<RunFact>& runs = h.facts->runs();
   std::map<std::uint32_t, RunState> run_state;  // by interned run key: as last written
-  std::size_t ri = 0;
+  const auto& run_erases = h.facts->run_erases();
+  std::size_t ri = 0, rei = 0;
   std::map<std::uint32_t, Ledger> ledgers;  // by interned job id
-  auto open_run = [&](std::uint32_t job, const RecKey& k, const Rec& r) {
-    if (!owns_run(r)) return false;
+  // The interned key of a record's own run (kNone: none, or never written).
+  auto own_run = [&](std::uint32_t job, const RecKey& k, const Rec& r) {
+    if (!owns_run(r)) return Interner::kNone;
     const absl::Time nominal = r.run_nominal == absl::InfinitePast() ? k.first : r.run_nominal;
-    const std::uint32_t key =
-        names.find(idempotency_key(RunId{names.name(job), k.second, nominal}));
-    auto it = run_state.find(key);
-    return key != Interner::kNone && it != run_state.end() && !is_terminal(it->second);
+    return names.find(idempotency_key(RunId{names.name(job), k.second, nominal}));
+  };
+  auto open_run = [&](std::uint32_t job, const RecKey& k, const Rec& r) {
+    auto it = run_state.find(own_run(job, k, r));
+    return it != run_state.end() && !is_terminal(it->second);
   };
   const std::int64_t keep = h.ledger_keep;
   std::size_t i = 0;
@@ -84,6 +89,11 @@ void ledger_retention(const History& h, const Replay&, Findings& out) {
     // The run records as the commits before this one left them.
     for (; ri < runs.size() && runs[ri].commit < commit; ++ri)
       if (!lost(h, runs[ri].commit)) run_state[runs[ri].run] = runs[ri].state;
+    for (; rei < run_erases.size() && run_erases[rei].first < commit; ++rei)
+      if (!lost(h, run_erases[rei].first)) run_state.erase(run_erases[rei].second);
+    std::set<std::uint32_t> runs_erased_here;
+    for (std::size_t x = rei; x < run_erases.size() && run_erases[x].first == commit; ++x)
+      runs_erased_here.insert(run_erases[x].second);
     if (lost(h, commit)) {
       i = e;
       continue;
@@ -109,16 +119,19 @@ void ledger_retention(const History& h, const Replay&, Findings& out) {
       const bool over_count = static_cast<std::int64_t>(l.size()) > keep;
       const bool over_age = it->second.recorded_at + h.ledger_max_age < now;
       const bool open = open_run(o.job, key, it->second);
-      if (!oldest || (!over_count && !over_age) || open) {
+      const std::uint32_t own = own_run(o.job, key, it->second);
+      const bool run_left = !open && run_state.count(own) > 0 && runs_erased_here.count(own) == 0;
+      if (!oldest || (!over_count && !over_age) || open || run_left) {
         Violation v;
         v.job = job;
         v.detail = absl::StrCat(
             "commit ", commit, " at store time ", time_text(now), " pruned a ledger record ",
-            !oldest ? "that was not the job's oldest"
-            : open  ? "whose own run was still open"
-                    : absl::StrCat("inside the bounds (", l.size(), " records, keep ", keep,
-                                   "; recorded ", time_text(it->second.recorded_at), ", max age ",
-                                   absl::FormatDuration(h.ledger_max_age), ")"));
+            !oldest    ? "that was not the job's oldest"
+            : open     ? "whose own run was still open"
+            : run_left ? "and left its finished run in the store"
+                       : absl::StrCat("inside the bounds (", l.size(), " records, keep ", keep,
+                                      "; recorded ", time_text(it->second.recorded_at),
+                                      ", max age ", absl::FormatDuration(h.ledger_max_age), ")"));
         v.evidence.push_back(rec_text(job, key, it->second));
         if (!oldest) v.evidence.push_back(rec_text(job, l.begin()->first, l.begin()->second));
         out.add(std::move(v));

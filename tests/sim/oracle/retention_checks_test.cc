@@ -39,12 +39,19 @@ struct RetentionHist : Hist {
   static WriteOp erase(absl::Time nominal) {
     return {WriteOp::Kind::kErase, keys::ledger("job-a", nominal, 1), {}};
   }
+  static WriteOp erase_run(absl::Time nominal) {
+    return {WriteOp::Kind::kErase, keys::run(RunId{"job-a", 1, nominal}), {}};
+  }
   // A dispatch at t0 + `at`: the occurrence's finished run and its fired
-  // record, then the erasures of the records at `pruned` (nominals).
+  // record, then the erasures of the records at `pruned` (nominals) and of
+  // their runs (unless `keep_runs`).
   void dispatch(absl::Duration at, std::vector<absl::Duration> pruned = {},
-                RunState state = RunState::kSucceeded) {
+                RunState state = RunState::kSucceeded, bool keep_runs = false) {
     std::vector<WriteOp> ops{put(run(at, state)), put("job-a", rec(at))};
-    for (absl::Duration p : pruned) ops.push_back(erase(t0 + p));
+    for (absl::Duration p : pruned) {
+      ops.push_back(erase(t0 + p));
+      if (!keep_runs) ops.push_back(erase_run(t0 + p));
+    }
     commit_ops(at, kLeader, ops);
   }
   bool fires() const {
@@ -66,6 +73,13 @@ TEST(RetentionChecks, PruningPastTheCountKeepsTheNewestRecords) {
   ok.dispatch(s(40), {s(10)});  // 4 records: the oldest goes
   ok.dispatch(s(50), {s(20)});
   EXPECT_FALSE(ok.fires());
+}
+
+TEST(RetentionChecks, APrunedRecordLeavingItsFinishedRunBehindIsAViolation) {
+  RetentionHist left;
+  for (int t : {10, 20, 30}) left.dispatch(s(t));
+  left.dispatch(s(40), {s(10)}, RunState::kSucceeded, /*keep_runs=*/true);
+  EXPECT_TRUE(left.fires());
 }
 
 TEST(RetentionChecks, ARecordPrunedInsideBothBoundsIsAViolation) {
@@ -108,7 +122,8 @@ TEST(RetentionChecks, ALedgerLeftPastItsCountByADispatchIsAViolation) {
       {Hist::put(short_of_budget.run(s(10))), Hist::put("job-a", short_of_budget.rec(s(10))),
        Hist::put(short_of_budget.run(s(11))), Hist::put("job-a", short_of_budget.rec(s(11))),
        Hist::put(short_of_budget.run(s(12))), Hist::put("job-a", short_of_budget.rec(s(12))),
-       RetentionHist::erase(short_of_budget.t0 + s(10))});
+       RetentionHist::erase(short_of_budget.t0 + s(10)),
+       RetentionHist::erase_run(short_of_budget.t0 + s(10))});
   EXPECT_TRUE(short_of_budget.fires());  // stopped after 1 of 2 with 2 over keep 1
 }
 
