@@ -504,6 +504,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kPriorityOrder, priority_order},
     {inv::kOverlapReachesLimit, overlap_reaches_limit},
     {inv::kAttemptsCounted, attempts_counted},
+    {inv::kLedgerRetention, ledger_retention},
     {inv::kPausedFiresNothing, paused_fires_nothing},
     {inv::kRescheduleWithdrawsUnclaimed, reschedule_withdraws_unclaimed},
     {inv::kExecutionWithinLease, execution_within_lease},

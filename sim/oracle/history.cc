@@ -111,9 +111,44 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
   writes_.push_back(w);
 }
 
+void FactRecorder::observe_ledger_erase(std::uint64_t commit, std::int64_t store_us,
+                                        std::string_view key) {
+  KeyReader r(key);
+  KAIROS_CHECK(r.tag().ok());
+  auto job = r.str();
+  auto nominal = r.time();
+  auto incarnation = r.u64();
+  KAIROS_CHECK_MSG(job.ok() && nominal.ok() && incarnation.ok(),
+                   "the store erased a ledger key Kairos does not write");
+  LedgerOp o;
+  o.commit = commit;
+  o.erase = true;
+  o.job = strings_.id(*job);
+  o.nominal = *nominal;
+  o.incarnation = *incarnation;
+  o.store_us = store_us;
+  ledger_ops_.push_back(o);
+}
+
 void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>& ops) {
   const std::int64_t store_us = absl::ToUnixMicros(commit.store_time);
   for (const WriteOp& op : ops) {
+    if (op.kind == WriteOp::Kind::kErase && !op.key.empty() && op.key[0] == 'H') {
+      observe_ledger_erase(commit.index, store_us, op.key);
+      continue;
+    }
+    if (op.kind == WriteOp::Kind::kErase && !op.key.empty() && op.key[0] == 'R') {
+      KeyReader r(op.key);
+      KAIROS_CHECK(r.tag().ok());
+      auto job = r.str();
+      auto incarnation = r.u64();
+      auto nominal = r.time();
+      KAIROS_CHECK_MSG(job.ok() && incarnation.ok() && nominal.ok(),
+                       "the store erased a run key Kairos does not write");
+      run_erases_.emplace_back(commit.index,
+                               strings_.id(idempotency_key(RunId{*job, *incarnation, *nominal})));
+      continue;
+    }
     if (op.kind != WriteOp::Kind::kPut || op.key.empty()) continue;
     if (op.key[0] == 'R') {
       auto run = decode_run(op.value);
@@ -169,6 +204,16 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       l.fire_at = rec->fire_at;
       l.store_us = store_us;
       ledger_.push_back(l);
+      LedgerOp o;
+      o.commit = commit.index;
+      o.job = l.job;
+      o.nominal = rec->nominal;
+      o.incarnation = rec->incarnation;
+      o.outcome = rec->outcome;
+      o.run_nominal = rec->run_nominal;
+      o.recorded_at = rec->recorded_at;
+      o.store_us = store_us;
+      ledger_ops_.push_back(o);
     } else if (op.key[0] == 'L') {
       KeyReader r(op.key);
       KAIROS_CHECK(r.tag().ok());

@@ -26,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "core/kernel/job_store.h"
 #include "core/kernel/records.h"
 #include "core/ports/event_log.h"
 #include "core/twins/memory_storage.h"
@@ -119,6 +120,22 @@ struct LedgerFact {
   std::int64_t store_us = 0;
 };
 
+// One write of a ledger record (H|id|nominal|incarnation), put or erased, in
+// the order of the commits' operations: what ledger retention is judged
+// from (a put of an existing key rewrites it; the body's prune erases).
+struct LedgerOp {
+  std::uint64_t commit = 0;
+  bool erase = false;
+  std::uint32_t job = 0;  // interned
+  absl::Time nominal;
+  std::uint64_t incarnation = 0;
+  // Puts only: the record's fields retention reads.
+  LedgerOutcome outcome = LedgerOutcome::kFired;
+  absl::Time run_nominal = absl::InfinitePast();
+  absl::Time recorded_at = absl::InfinitePast();  // store clock
+  std::int64_t store_us = 0;                      // Txn::now() of the commit (puts and erases)
+};
+
 // A worker stopping a run at its own-clock lease deadline
 // ("worker.lease_deadline"): the run, the token it held, the true time and
 // the worker's clock then (the deadline, to within one timer rounding).
@@ -168,6 +185,11 @@ class FactRecorder {
   const std::vector<DeadlineFact>& deadlines() const { return deadlines_; }
   const std::vector<StopFact>& stops() const { return stops_; }
   const std::vector<JobFact>& job_changes() const { return job_changes_; }
+  const std::vector<LedgerOp>& ledger_ops() const { return ledger_ops_; }
+  // Erasures of run records: (commit, interned idempotency key), in order.
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>>& run_erases() const {
+    return run_erases_;
+  }
   // The run facts, writable: the recorder's owner stamps owner_clock_us.
   std::vector<RunFact>& mutable_runs() { return runs_; }
   Interner& strings() { return strings_; }
@@ -181,6 +203,8 @@ class FactRecorder {
   std::vector<DeadlineFact> deadlines_;
   std::vector<StopFact> stops_;
   std::vector<JobFact> job_changes_;
+  std::vector<LedgerOp> ledger_ops_;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> run_erases_;
   struct JobState {
     std::uint64_t incarnation = 0;
     bool paused = false;
@@ -188,6 +212,7 @@ class FactRecorder {
   };
   std::map<std::uint32_t, JobState> job_state_;  // by interned job id: the last record seen
   Interner strings_;
+  void observe_ledger_erase(std::uint64_t commit, std::int64_t store_us, std::string_view key);
 };
 
 // One attempt as the simulated process executed it: from the runner's start
@@ -314,10 +339,11 @@ struct History {
   const std::vector<ClientJob>* jobs = nullptr;
   // The kernel's no-starvation bound (PolicyOptions::starvation_bound).
   absl::Duration starvation_bound = absl::Seconds(60);
-  // The kernel's ledger retention (PolicyOptions::ledger_keep,
-  // ledger_max_age): what the query rules do not require to stay visible.
-  std::uint64_t ledger_keep = 1000;
-  absl::Duration ledger_max_age = absl::Hours(24 * 30);
+  // The kernel's ledger retention (PolicyOptions: ledger_keep,
+  // ledger_max_age, prune_budget), from the scheduler config.
+  std::uint32_t ledger_keep = PolicyOptions{}.ledger_keep;
+  absl::Duration ledger_max_age = PolicyOptions{}.ledger_max_age;
+  std::uint32_t prune_budget = PolicyOptions{}.prune_budget;
   const std::vector<FaultWindow>* faults = nullptr;
   // Records made undecodable (corrupt-record faults), in time order. The
   // occurrences of these jobs due from then on are not in `expected`.

@@ -43,6 +43,8 @@ inline constexpr std::string_view kMisfireThreshold = "misfire-threshold";
 inline constexpr std::string_view kPriorityOrder = "priority-order";
 inline constexpr std::string_view kOverlapReachesLimit = "overlap-reaches-limit";
 inline constexpr std::string_view kAttemptsCounted = "attempts-counted";
+// Ledger retention (sim/oracle/retention_checks.cc).
+inline constexpr std::string_view kLedgerRetention = "ledger-retention";
 // The job-control rules (sim/oracle/control_checks.cc).
 inline constexpr std::string_view kPausedFiresNothing = "paused-fires-nothing";
 inline constexpr std::string_view kRescheduleWithdrawsUnclaimed = "reschedule-withdraws-unclaimed";
@@ -120,6 +122,10 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kAttemptsCounted,
                   "(P9) the n-th grant of a run is attempt n (lapses and releases count), and a "
                   "retryable failure ends a live job's run only on attempt max_attempts"},
+    InvariantInfo{inv::kLedgerRetention,
+                  "(P12) retention prunes a job's oldest ledger records only past ledger_keep or "
+                  "ledger_max_age and never past an open run, and stops short of its budget only "
+                  "inside both bounds"},
     InvariantInfo{inv::kPausedFiresNothing,
                   "(P10) no scheduled run of a job is created while its record says paused"},
     InvariantInfo{inv::kRescheduleWithdrawsUnclaimed,

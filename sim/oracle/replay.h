@@ -207,6 +207,8 @@ void priority_order(const History& h, const Replay& r, Findings& out);
 // The two-sided policy rules (sim/oracle/policy_model_checks.cc).
 void overlap_reaches_limit(const History& h, const Replay& r, Findings& out);
 void attempts_counted(const History& h, const Replay& r, Findings& out);
+// Ledger retention (sim/oracle/retention_checks.cc).
+void ledger_retention(const History& h, const Replay& r, Findings& out);
 // The job-control rules (sim/oracle/control_checks.cc).
 void paused_fires_nothing(const History& h, const Replay& r, Findings& out);
 void reschedule_withdraws_unclaimed(const History& h, const Replay& r, Findings& out);

@@ -565,6 +565,28 @@ void format_timing(const Scenario& s, std::string& out) {
                                         : std::string());
 }
 
+// kernel-policy ledger-keep=N ledger-max-age=D prune-budget=N misfire-chunk=N
+absl::Status parse_kernel_policy(ParseState& p) {
+  Attrs a = p.attrs(1);
+  KernelPolicy& k = p.s.kernel_policy;
+  a.num("ledger-keep", &k.ledger_keep, 1, 10'000'000, "a record count");
+  a.dur("ledger-max-age", &k.ledger_max_age);
+  a.num("prune-budget", &k.prune_budget, 1, 10'000, "a record count");
+  a.num("misfire-chunk", &k.misfire_chunk, 1, 1'000'000, "an occurrence count");
+  a.num("dispatch-batch", &k.dispatch_batch, 1, 100'000, "an entry count");
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (absl::Status v = validate(policy_options(k)); !v.ok())
+    return p.error(absl::StrCat("kernel-policy: ", v.message()));
+  return absl::OkStatus();
+}
+void format_kernel_policy(const Scenario& s, std::string& out) {
+  const KernelPolicy& k = s.kernel_policy;
+  if (k == KernelPolicy{}) return;
+  put(out, "kernel-policy ledger-keep=", k.ledger_keep,
+      " ledger-max-age=", format_duration(k.ledger_max_age), " prune-budget=", k.prune_budget,
+      " misfire-chunk=", k.misfire_chunk, " dispatch-batch=", k.dispatch_batch);
+}
+
 absl::Status parse_network(ParseState& p) {
   Attrs a = p.attrs(1);
   NetworkConfig& n = p.s.network;
@@ -1026,6 +1048,12 @@ constexpr Directive kDirectives[] = {
      parse_timing,
      format_timing,
      "timing poll=500ms lease=20s job-timeout=1m max-attempts=5 quantum=250ms\n"},
+    {{"kernel-policy"},
+     true,
+     parse_kernel_policy,
+     format_kernel_policy,
+     "kernel-policy ledger-keep=5 ledger-max-age=10m prune-budget=2 misfire-chunk=1001 "
+     "dispatch-batch=3\n"},
     {{"network"},
      true,
      parse_network,
@@ -1188,6 +1216,14 @@ std::string format_scenario(const Scenario& s) {
   std::string out;
   for (const Directive& d : kDirectives) d.format(s, out);
   return out;
+}
+
+kairos::PolicyOptions policy_options(const KernelPolicy& k, kairos::PolicyOptions defaults) {
+  defaults.ledger_keep = k.ledger_keep;
+  defaults.ledger_max_age = k.ledger_max_age;
+  defaults.prune_budget = k.prune_budget;
+  defaults.misfire_chunk = k.misfire_chunk;
+  return defaults;
 }
 
 std::vector<ScenarioDirective> scenario_directives() {

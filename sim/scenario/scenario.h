@@ -34,7 +34,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/kernel/job_store.h"
 #include "core/kernel/records.h"
+#include "core/kernel/scheduler_node.h"
 #include "sim/oracle/expectation.h"
 #include "sim/world/sim_network.h"
 #include "sim/world/sim_runner.h"
@@ -68,6 +70,26 @@ struct Timing {
   absl::Duration quantum = absl::ZeroDuration();
   friend bool operator==(const Timing&, const Timing&) = default;
 };
+
+// The kernel's work bounds a scenario may set (`kernel-policy
+// ledger-keep=N ledger-max-age=D prune-budget=N misfire-chunk=N
+// dispatch-batch=N`): ledger retention and the misfire scan's chunk of the
+// store bodies (PolicyOptions, core/kernel/job_store.h) and the scheduler
+// node's due entries per dispatch transaction (SchedulerNodeConfig).
+// Unset fields keep the kernel's defaults, so a scenario without the line
+// runs the kernel exactly as before; small values make retention prune, a
+// misfire backlog be capped and a dispatch pass continue past passed-over
+// entries within a simulated hour.
+struct KernelPolicy {
+  std::uint32_t ledger_keep = kairos::PolicyOptions{}.ledger_keep;
+  absl::Duration ledger_max_age = kairos::PolicyOptions{}.ledger_max_age;
+  std::uint32_t prune_budget = kairos::PolicyOptions{}.prune_budget;
+  std::uint32_t misfire_chunk = kairos::PolicyOptions{}.misfire_chunk;
+  std::uint32_t dispatch_batch = kairos::SchedulerNodeConfig{}.dispatch_batch;
+  friend bool operator==(const KernelPolicy&, const KernelPolicy&) = default;
+};
+// `defaults` with the knobs of `k` applied (the starvation bound is not a knob).
+kairos::PolicyOptions policy_options(const KernelPolicy& k, kairos::PolicyOptions defaults = {});
 
 struct ClockSpec {
   std::string node;  // a selector
@@ -233,6 +255,7 @@ struct Scenario {
   absl::Duration quiet_tail = absl::Minutes(5);
   Topology topology;
   Timing timing;
+  KernelPolicy kernel_policy;
   NetworkConfig network;
   StoreConfig store;
   SinkConfig sink;

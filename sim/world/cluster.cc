@@ -337,6 +337,11 @@ void Cluster::on_event(const Event& e) {
     world_.mark("worker.lease-lost");
   } else if (k == event_kinds::kMisfireDecided) {  // each policy decision was exercised
     world_.mark(absl::StrCat("policy.misfire-", field("policy")));
+    const auto* capped = e.find("capped");
+    if (capped && std::get_if<std::uint64_t>(capped) && std::get<std::uint64_t>(*capped) != 0)
+      world_.mark("policy.misfire-capped");
+  } else if (k == event_kinds::kLedgerPruned) {
+    world_.mark("kernel.ledger-pruned");
   } else if (k == event_kinds::kLedgerRecorded) {
     const std::string outcome = field("outcome");
     if (outcome == "skipped_overlap" || outcome == "paused" || outcome == "coalesced" ||
@@ -575,6 +580,15 @@ void Cluster::heal_everything() {
     if (!world_.is_up(id)) restart_node(id);
 }
 
+// The kernel's ledger retention, as the scheduler nodes are configured, for
+// the ledger-retention rule.
+static void set_retention(const Scenario& s, History& h) {
+  const PolicyOptions p = scheduler_config(s, "x").policy;
+  h.ledger_keep = p.ledger_keep;
+  h.ledger_max_age = p.ledger_max_age;
+  h.prune_budget = p.prune_budget;
+}
+
 History Cluster::history() const {
   History h;
   h.start = world_.start();
@@ -591,8 +605,7 @@ History Cluster::history() const {
   h.cancels = &workload_->cancels();
   h.jobs = &workload_->client_jobs();
   h.starvation_bound = starvation_bound_;
-  h.ledger_keep = scheduler_config(scenario_, "x").policy.ledger_keep;
-  h.ledger_max_age = scheduler_config(scenario_, "x").policy.ledger_max_age;
+  set_retention(scenario_, h);
   h.faults = &windows_;
   h.corrupted = &corrupted_;
   h.bounds = timeliness_bounds(scenario_);

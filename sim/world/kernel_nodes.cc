@@ -23,6 +23,8 @@ SchedulerNodeConfig scheduler_config(const Scenario& s, std::string node_id) {
   c.shard_count = s.topology.shards;
   c.poll_interval = s.timing.poll;
   c.lease = lease_config(s.timing);
+  c.policy = policy_options(s.kernel_policy, c.policy);
+  c.dispatch_batch = s.kernel_policy.dispatch_batch;
   return c;
 }
 

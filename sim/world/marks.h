@@ -70,6 +70,8 @@ inline constexpr std::string_view kOtherMarks[] = {
     "client.list-filtered",
     "client.query-bounded",
     "client.ledger-reaching",
+    "kernel.ledger-pruned",
+    "policy.misfire-capped",
 };
 
 }  // namespace kairos::sim
