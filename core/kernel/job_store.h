@@ -530,6 +530,8 @@ class JobStore {
   // Planted-bug decision points (job_store_planted_bugs.cc): each is the
   // clean behaviour unless its PlantedBugs switch is set.
   bool planted_skips_epoch_check() const;
+  // The epoch an acquisition takes over `previous` with (previous + 1).
+  std::uint64_t next_epoch(const LeaderRecord& previous, bool had_record) const;
   bool planted_reaper_off() const;
   absl::StatusOr<job_store_internal::OpenRuns> open_runs_for_overlap(Txn& txn,
                                                                      const JobRecord& job) const;

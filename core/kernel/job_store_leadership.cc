@@ -31,10 +31,12 @@ absl::Status JobStore::acquire_or_renew(Txn& txn, std::uint32_t shard, std::stri
     rec.expiry = now + ttl;
     out->kind = LeadershipResult::Kind::kRenewed;
   } else if (!current || rec.expiry <= now || rec.holder == node) {
+    const bool takeover = current.has_value() && rec.holder != node;
     rec.holder = std::string(node);
-    rec.epoch += 1;
-    KAIROS_CHECK_MSG(rec.epoch == out->previous.epoch + 1 && rec.epoch > 0,
-                     "an acquired epoch is the previous epoch + 1");
+    rec.epoch = takeover ? next_epoch(out->previous, true) : rec.epoch + 1;
+    KAIROS_CHECK_MSG(
+        (rec.epoch == out->previous.epoch + 1 || bugs_.handover_keeps_epoch) && rec.epoch > 0,
+        "an acquired epoch is the previous epoch + 1");
     rec.expiry = now + ttl;
     out->kind = LeadershipResult::Kind::kAcquired;
     Event e;

@@ -307,3 +307,35 @@ TEST(Rebalance, TheClusterViewListsNodesWithTheirLeases) {
 
 }  // namespace
 }  // namespace kairos
+
+namespace kairos {
+namespace {
+
+TEST(PlantedHandoverKeepsEpoch, TakesAReleasedShardOverUnderTheSameEpoch) {
+  PlantedBugs bugs;
+  ASSERT_TRUE(set_planted_bug(bugs, "handover-keeps-epoch"));
+  test_support::StoreBench b(1, bugs);
+  LeadershipResult l;
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return b.store.acquire_or_renew(t, 0, "n1", 0, absl::Seconds(10), &l);
+               }).committed());
+  bool released = false;
+  std::vector<Event> events;
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return b.store.release_leadership(t, 0, LeaderToken{"n1", 1}, &released, &events);
+               }).committed());
+  ASSERT_TRUE(released);
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return b.store.acquire_or_renew(t, 0, "n2", 0, absl::Seconds(10), &l);
+               }).committed());
+  EXPECT_EQ(l.record.epoch, 1u);  // the bug: one epoch, two holders
+  // A node re-acquiring its own lapsed record still bumps the epoch.
+  b.clock.advance(absl::Seconds(11));
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return b.store.acquire_or_renew(t, 0, "n2", 0, absl::Seconds(10), &l);
+               }).committed());
+  EXPECT_EQ(l.record.epoch, 2u);
+}
+
+}  // namespace
+}  // namespace kairos
