@@ -345,6 +345,10 @@ struct ReapResult {
   std::uint32_t scanned = 0;
   bool more = false;
   std::vector<Event> events;
+  // Job records that did not decode: their lapsed runs stay leased and their
+  // cancelled-job sweep entries stay in place, passed over, and the rest of
+  // the shard was reaped (one bad record must not stop a shard's reaper).
+  std::vector<DispatchResult::Undecodable> undecodable;
 };
 
 class JobStore {
@@ -521,7 +525,7 @@ class JobStore {
   absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
                             std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,
                             std::string_view detail, std::vector<Event>& events) const;
-  absl::Status sweep_cancelled(Txn& txn, std::uint32_t shard, std::vector<Event>& events) const;
+  absl::Status sweep_cancelled(Txn& txn, std::uint32_t shard, ReapResult* out) const;
   absl::Status close_overdue(Txn& txn, JobRecord& job, std::string_view why,
                              std::vector<Event>& events) const;
   absl::Status put_ledger(Txn& txn, JobRecord& job, const LedgerRecord& rec,

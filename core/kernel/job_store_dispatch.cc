@@ -449,22 +449,34 @@ absl::Status JobStore::create_runs(Txn& txn, std::uint32_t shard, const LeaderTo
 // ledger_max_age (so every record of the job is too) and prunes up to
 // prune_budget records of each (their runs with them); an entry is dropped
 // once its job's ledger is empty, or when the id was re-created (its
-// dispatches prune it again).
-absl::Status JobStore::sweep_cancelled(Txn& txn, std::uint32_t shard,
-                                       std::vector<Event>& events) const {
+// dispatches prune it again). An entry whose job record does not decode is
+// reported, left in place and passed over.
+absl::Status JobStore::sweep_cancelled(Txn& txn, std::uint32_t shard, ReapResult* out) const {
   const absl::Time now = txn.now();
   const keys::Range range = keys::sweep_until(shard, now - options_.ledger_max_age);
-  for (const auto& kv : txn.scan(range.begin, range.end, 2)) {
-    KAIROS_ASSIGN_OR_RETURN(keys::SweepKey k, keys::parse_sweep(kv.key));
-    KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(k.job_id), decode_job));
+  std::string from = range.begin;
+  for (int taken = 0; taken < 2;) {
+    const auto next = txn.scan(from, range.end, 1);
+    if (next.empty()) break;
+    const std::string& key = next[0].key;
+    from = key + '\0';
+    KAIROS_ASSIGN_OR_RETURN(keys::SweepKey k, keys::parse_sweep(key));
+    const std::string job_key = keys::job(k.job_id);
+    auto read_job = read<JobRecord>(txn, job_key, decode_job);
+    if (!read_job.ok() && read_job.status().code() == absl::StatusCode::kDataLoss) {
+      out->undecodable.push_back({k.job_id, job_key, std::string(read_job.status().message())});
+      continue;
+    }
+    KAIROS_ASSIGN_OR_RETURN(auto job, std::move(read_job));
+    ++taken;
     if (!job || job->state != JobState::kCancelled || job->cancelled_at != k.cancelled_at) {
-      txn.erase(kv.key);
+      txn.erase(key);
       continue;
     }
     const std::uint64_t before = job->ledger_count;
-    KAIROS_RETURN_IF_ERROR(prune(txn, *job, events));
-    if (job->ledger_count != before) txn.put(keys::job(k.job_id), encode(*job));
-    if (job->ledger_count == 0) txn.erase(kv.key);
+    KAIROS_RETURN_IF_ERROR(prune(txn, *job, out->events));
+    if (job->ledger_count != before) txn.put(job_key, encode(*job));
+    if (job->ledger_count == 0) txn.erase(key);
   }
   return absl::OkStatus();
 }

@@ -26,22 +26,43 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
   if (planted_reaper_off()) return absl::OkStatus();
   const absl::Time now = txn.now();
   const keys::Range range = keys::expiry_until(shard, now);
-  const auto entries = txn.scan(range.begin, range.end, limit);
-  out->more = entries.size() == limit;
-  for (const auto& kv : entries) {
-    ++out->scanned;
-    absl::Time expiry;
-    KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_expiry(kv.key, &expiry));
-    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
-    // write_run keeps the expiry index exact: the entry names a leased run
-    // with exactly this expiry.
-    KAIROS_CHECK_MSG(run && run->state == RunState::kLeased && run->lease_expiry == expiry,
-                     "a lease-expiry entry names a run that is not leased until then");
-    KAIROS_CHECK(expiry <= now);
-    KAIROS_RETURN_IF_ERROR(lapse(txn, *run, now, {}, out->events));
-    if (run->state == RunState::kReady) out->requeued.push_back(rid);
+  // Up to `limit` lapsed leases are taken back. A run whose job record does
+  // not decode cannot be judged (its policy is in that record): it stays
+  // leased, is reported and passed over, and the scan goes on past it, so
+  // bad records never hold the shard's other leases back.
+  std::string begin = range.begin;
+  for (std::size_t want = limit;;) {
+    const auto entries = txn.scan(begin, range.end, want);
+    std::size_t passed = 0;
+    for (const auto& kv : entries) {
+      ++out->scanned;
+      absl::Time expiry;
+      KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_expiry(kv.key, &expiry));
+      KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
+      // write_run keeps the expiry index exact: the entry names a leased run
+      // with exactly this expiry.
+      KAIROS_CHECK_MSG(run && run->state == RunState::kLeased && run->lease_expiry == expiry,
+                       "a lease-expiry entry names a run that is not leased until then");
+      KAIROS_CHECK(expiry <= now);
+      const std::string job_key = keys::job(rid.job_id);
+      if (auto job = read<JobRecord>(txn, job_key, decode_job);
+          !job.ok() && job.status().code() == absl::StatusCode::kDataLoss) {
+        out->undecodable.push_back({rid.job_id, job_key, std::string(job.status().message())});
+        ++passed;
+        continue;
+      }
+      KAIROS_RETURN_IF_ERROR(lapse(txn, *run, now, {}, out->events));
+      if (run->state == RunState::kReady) out->requeued.push_back(rid);
+    }
+    if (entries.size() < want) break;  // the lapsed range ends here
+    if (passed == 0) {
+      out->more = true;  // the scan hit its limit; call again
+      break;
+    }
+    begin = entries.back().key + '\0';  // past the last one scanned
+    want = passed;
   }
-  return sweep_cancelled(txn, shard, out->events);
+  return sweep_cancelled(txn, shard, out);
 }
 
 absl::Status JobStore::lapse(Txn& txn, RunRecord& run, absl::Time now, std::string_view reason,

@@ -700,6 +700,7 @@ void SchedulerNode::run_reap(std::uint32_t shard) {
         }
         if (!r.committed()) return;
         record_all(out->events);
+        for (const auto& bad : out->undecodable) on_undecodable(shard, "reap", bad);
         if (!out->requeued.empty()) serve_parked();
         if (out->more) run_reap(shard);
       });
