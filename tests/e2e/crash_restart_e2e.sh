@@ -37,7 +37,6 @@ k apply -f "$work/skip.json"
 skip_epoch=$(date -d "$skip_at" +%s)
 
 # Mid-dispatch: some jobs done, others not yet.
-done_count() { sink_json | jq '.effects | length' 2>/dev/null || echo 0; }
 some_done() { [ "$(done_count)" -ge 3 ]; }
 wait_for 60 some_done || fail "no effects within 60 s"
 kill -9 "$server"
@@ -51,21 +50,7 @@ past_skip() { [ "$(date +%s)" -ge $((skip_epoch + 3)) ]; }
 wait_for 60 past_skip || fail "clock"
 start_server s2 --data-dir "$work/data" --workers 2 --lease-ttl 3s
 
-all_ran() {
-  for i in $(seq "$jobs"); do has_succeeded "cr-$i" || return 1; done
-}
-wait_for 120 all_ran || fail "not every job succeeded after the restart (before the crash: $before effects)"
-
-sink_json >"$work/sink_final.json"
-jq -e --argjson n "$jobs" '
-  ([.effects[].key] | length == (unique | length)) and
-  ([.keys[]] | length) == $n and (.effects | length) == $n' "$work/sink_final.json" >/dev/null ||
-  fail "the sink does not hold exactly one effect per job: $(jq -c '[.effects[].key] | group_by(.) | map(select(length > 1))' "$work/sink_final.json")"
-for i in $(seq "$jobs"); do
-  runs_json "cr-$i" >"$work/runs.json"
-  jq -e '[.runs[] | select(.outcome == "succeeded")] | length == 1' "$work/runs.json" >/dev/null ||
-    fail "cr-$i: not exactly one succeeded run: $(cat "$work/runs.json")"
-done
+exactly_once cr "$jobs"
 for i in 1 2 3 4 5; do
   k job ledger "skip-$i" --json
   [ "$rc" -eq 0 ] || fail "ledger skip-$i: exit $rc"

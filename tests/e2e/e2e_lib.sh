@@ -106,3 +106,27 @@ runs_json() {
 has_succeeded() {
   runs_json "$1" | jq -e '[.runs[]? | select(.outcome == "succeeded")] | length >= 1' >/dev/null 2>&1
 }
+
+# done_count: effects the sink holds; at_least_done N: at least N of them.
+done_count() { sink_json | jq '.effects | length' 2>/dev/null || echo 0; }
+at_least_done() { [ "$(done_count)" -ge "$1" ]; }
+
+# exactly_once PREFIX N: every job PREFIX-1..N succeeds (waited for), has
+# exactly one succeeded run, and the sink holds exactly one effect for each.
+exactly_once() {
+  local prefix="$1" n="$2" i
+  all_ran() {
+    for i in $(seq "$n"); do has_succeeded "$prefix-$i" || return 1; done
+  }
+  wait_for 120 all_ran || fail "not every $prefix job succeeded"
+  sink_json >"$work/sink_final.json"
+  jq -e --argjson n "$n" '
+    ([.effects[].key] | length == (unique | length)) and
+    ([.keys[]] | length) == $n and (.effects | length) == $n' "$work/sink_final.json" >/dev/null ||
+    fail "the sink does not hold exactly one effect per job: $(jq -c '[.effects[].key] | group_by(.) | map(select(length > 1))' "$work/sink_final.json")"
+  for i in $(seq "$n"); do
+    runs_json "$prefix-$i" >"$work/runs.json"
+    jq -e '[.runs[] | select(.outcome == "succeeded")] | length == 1' "$work/runs.json" >/dev/null ||
+      fail "$prefix-$i: not exactly one succeeded run: $(cat "$work/runs.json")"
+  done
+}
