@@ -25,13 +25,7 @@ psql_at() { # psql_at DIR SQL: one value from the server on the socket in DIR
     "$pg_bindir/psql" -X -h "$1" -U postgres -d kairos_test -tAq -c "$2"
   fi
 }
-primary=$(private_dir)
-standby=$(private_dir)
-pg_dirs+=("$primary" "$standby")
-"$pg_server" start "$primary" >/dev/null || fail "could not start the primary"
-"$pg_server" standby "$primary" "$standby" async >/dev/null || fail "could not start the standby"
-store="host=$primary,$standby dbname=kairos_test user=postgres target_session_attrs=read-write"
-migrate_store
+primary_and_standby async
 
 start_server n1 --store "$store" --data-dir "$work/d1" --node-id n1 --workers 0 --lease-ttl 30s
 ready() { curl -s -f -o /dev/null --max-time 5 "$KAIROS_SERVER/readyz"; }

@@ -43,6 +43,19 @@ private_dir() {
   echo "$d"
 }
 
+# primary_and_standby sync|async: a private primary and a streaming standby
+# of it, migrated; sets $primary, $standby and $store (a multi-host conninfo
+# that follows the read-write one).
+primary_and_standby() {
+  primary=$(private_dir)
+  standby=$(private_dir)
+  pg_dirs+=("$primary" "$standby")
+  "$pg_server" start "$primary" >/dev/null || fail "could not start the primary"
+  "$pg_server" standby "$primary" "$standby" "$1" >/dev/null || fail "could not start the standby"
+  store="host=$primary,$standby dbname=kairos_test user=postgres target_session_attrs=read-write"
+  migrate_store
+}
+
 # start_node N ARGS...: server nN on $store (its own data directory and node
 # id, 3 s run leases); sets node_pid[N], node_http[N], node_listen[N].
 declare -A node_pid node_http node_listen

@@ -18,13 +18,7 @@ KAIROS="$1"
 SINK="$2"
 source "$(dirname "$0")/e2e_lib.sh"
 source "$(dirname "$0")/pg_cluster_lib.sh"
-primary=$(private_dir)
-standby=$(private_dir)
-pg_dirs+=("$primary" "$standby")
-"$pg_server" start "$primary" >/dev/null || fail "could not start the primary"
-"$pg_server" standby "$primary" "$standby" sync >/dev/null || fail "could not start the standby"
-store="host=$primary,$standby dbname=kairos_test user=postgres target_session_attrs=read-write"
-migrate_store
+primary_and_standby sync
 
 jobs=40
 start_sink
