@@ -327,6 +327,10 @@ void Cluster::on_event(const Event& e) {
   } else if (k == event_kinds::kLeaderAcquired) {
     const std::string previous = field("previous");
     if (!previous.empty() && previous != field("node")) world_.mark("kernel.leader-failover");
+  } else if (k == event_kinds::kLeaderReleased) {
+    world_.mark("kernel.leader-released");
+  } else if (k == event_kinds::kLeaderLost && field("reason").rfind("rebalance", 0) == 0) {
+    world_.mark("kernel.leader-rebalanced");
   } else if (k == event_kinds::kRunReleased) {
     world_.mark("kernel.run-released");
   } else if (k == event_kinds::kRunCancelled) {
@@ -619,7 +623,40 @@ History Cluster::history() const {
   h.rpc_timeout = lease.rpc_timeout;
   h.expectations = &scenario_.expectations;
   h.marks = &world_.marks();
+  h.balance = &balance_;
+  h.shard_count = scenario_.topology.shards;
+  h.leader_ttl = lease_config(scenario_.timing).leader_ttl;
   return h;
+}
+
+void Cluster::probe_balance() {
+  std::vector<NodeId> live;
+  BalanceSample s;
+  s.at = world_.now();
+  for (NodeId id : schedulers_) {
+    const Node& n = *nodes_[id];
+    if (!world_.is_up(id) || world_.is_paused(id) || !n.process) continue;
+    const SchedulerNode* node = n.process->scheduler();
+    if (node == nullptr || !node->running() || !node->clock_sane()) continue;
+    live.push_back(id);
+    std::uint32_t leads = 0;
+    for (std::uint32_t shard = 0; shard < scenario_.topology.shards; ++shard)
+      leads += node->leads(shard) ? 1 : 0;
+    if (leads > s.leads) {
+      s.leads = leads;
+      s.node = world_.node(id).name;
+    }
+  }
+  if (live != balance_live_) {
+    balance_live_ = live;
+    balance_since_ = world_.now();
+  }
+  s.since = balance_since_;
+  s.live = static_cast<std::uint32_t>(live.size());
+  if (s.live > 0 && s.leads > (scenario_.topology.shards + s.live - 1) / s.live)
+    balance_.push_back(std::move(s));
+  world_.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0,
+                        [this] { probe_balance(); });
 }
 
 RunSummary Cluster::run() {
@@ -637,6 +674,9 @@ RunSummary Cluster::run() {
   for (NodeId s : schedulers_) start_process(s);
   for (NodeId w : workers_) start_process(w);
   schedule_faults();
+  balance_since_ = world_.start();
+  world_.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0,
+                        [this] { probe_balance(); });
   world_.schedule_at(world_.start() + active, EventKind::kFault, kWorldNode, 0,
                      [this] { heal_everything(); });
   world_.run_until(world_.start() + scenario_.duration);

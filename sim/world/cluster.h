@@ -181,6 +181,11 @@ class Cluster {
   std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
   std::vector<NodeWindow> time_faults_;
   std::vector<LeaseRefusal> refusals_;  // renewal refusals the workers handled
+  // Leadership balance, probed once a second (the leadership-balanced rule).
+  void probe_balance();
+  std::vector<BalanceSample> balance_;
+  std::vector<NodeId> balance_live_;
+  absl::Time balance_since_;
   void on_execution(NodeId worker, RunHandle handle, const RunRequest& request, bool started);
   void time_fault(NodeId node, absl::Duration length, std::string what);
   std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause
