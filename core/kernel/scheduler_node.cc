@@ -366,6 +366,10 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
           // Back off until the holder's lease would lapse: a non-leader
           // otherwise writes nothing but reads the record every tick. (A
           // clock running slow delays the takeover by its drift share.)
+          // A contested shard is probed every tick until its over-share
+          // holder releases it; once another node holds it, it is no longer
+          // ours to wait for, and the acquire budget goes to other shards.
+          if (st.contested && out->record.holder != st.contested_by) st.contested = false;
           st.acquire_at = st.contested ? clock_.now() : clock_.now() + out->held_for;
           return;
         }
@@ -443,6 +447,7 @@ void SchedulerNode::announce() {
         for (const auto& [holder, held] : by_holder)
           for (std::size_t i = fair; i < held.size(); ++i) {
             shards_[held[i]].contested = true;
+            shards_[held[i]].contested_by = holder;
             shards_[held[i]].acquire_at = absl::InfinitePast();
           }
         rebalance();

@@ -298,6 +298,7 @@ class SchedulerNode {
     // By the latest announcement, a live node over its fair share holds this
     // shard among those it gives up: probed every tick, not once per lease.
     bool contested = false;
+    std::string contested_by;  // that node, while `contested`
   };
   struct Parked {
     PeerId peer = 0;
