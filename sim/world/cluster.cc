@@ -177,6 +177,7 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
         scenario_, bugs_});
   }
   configured_clocks_.assign(world_.node_count(), ClockSpec{});
+  drift_faults_.assign(world_.node_count(), 0);
   for (const auto& c : scenario.clocks) {
     const NodeId id = resolve(c.node);
     if (id == kWorldNode) continue;
@@ -517,14 +518,21 @@ void Cluster::apply(const FaultSpec& f) {
       nodes_[n]->clock->jump(f.amount);
       break;
     case FaultKind::kClockDrift: {
-      const std::int64_t before = nodes_[n]->clock->drift_ppm();
       // Until the heal at the latest (it restores the configured drift).
       time_fault(
           n, len > absl::ZeroDuration() ? len : world_.start() + scenario_.duration - world_.now(),
           "clock-drift");
       nodes_[n]->clock->set_drift_ppm(f.drift_ppm);
+      // The latest drift fault sets the rate; its end restores the configured
+      // one. (Restoring the rate found at its start would, when two drift
+      // faults overlap, bring the first one's rate back after both windows
+      // ended: a drift outside every fault window the checker excuses.)
+      const std::uint64_t mine = ++drift_faults_[n];
       if (len > absl::ZeroDuration())
-        later(len, [this, n, before] { nodes_[n]->clock->set_drift_ppm(before); });
+        later(len, [this, n, mine] {
+          if (drift_faults_[n] == mine)
+            nodes_[n]->clock->set_drift_ppm(configured_clocks_[n].drift_ppm);
+        });
       break;
     }
     case FaultKind::kSinkFaults: {

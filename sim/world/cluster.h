@@ -190,7 +190,10 @@ class Cluster {
   void time_fault(NodeId node, absl::Duration length, std::string what);
   std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause
   std::vector<ClockSpec> configured_clocks_;  // by NodeId: the scenario's clock lines
-  absl::Duration starvation_bound_;           // the kernel's, from the scheduler config
+  // By NodeId: clock-drift faults applied so far. A drift fault's undo
+  // restores the configured rate only while it is still the latest one.
+  std::vector<std::uint64_t> drift_faults_;
+  absl::Duration starvation_bound_;  // the kernel's, from the scheduler config
   ProcessFactory scheduler_factory_;
   ProcessFactory worker_factory_;
   std::uint64_t faults_applied_ = 0;
