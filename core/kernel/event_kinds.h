@@ -53,6 +53,9 @@ inline constexpr std::string_view kLeaderLost = "leader.lost";
 inline constexpr std::string_view kLeaderReleased = "leader.released";
 // A node record expired for longer than kNodeRecordRetention was removed.
 inline constexpr std::string_view kNodePruned = "node.pruned";
+// A node left the membership on purpose (JobStore::depart): its record
+// expired at the store's now.
+inline constexpr std::string_view kNodeDeparted = "node.departed";
 
 // --- Scheduler nodes (core/kernel/scheduler_node.cc) -------------------------
 inline constexpr std::string_view kNodeStarted = "node.started";
@@ -106,6 +109,7 @@ inline constexpr std::array kAllEventKinds = {
     kLeaderLost,
     kLeaderReleased,
     kNodePruned,
+    kNodeDeparted,
     kNodeStarted,
     kNodeInitFailed,
     kNodeClockSkew,

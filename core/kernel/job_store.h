@@ -446,6 +446,13 @@ class JobStore {
   // kMaxNodeRecords records are read.
   absl::Status announce(Txn& txn, std::string_view node, bool first, absl::Duration ttl,
                         MembershipResult* out) const;
+  // Withdraws `node` from the membership (a graceful leave): its record, if
+  // present, live and decodable, gets expiry = the store's now, so the other
+  // nodes count one live node fewer at their next announcement. `*departed`
+  // says whether a record was written. The caller must have released or
+  // stopped leading every shard first (SchedulerNode::leave does).
+  absl::Status depart(Txn& txn, std::string_view node, bool* departed,
+                      std::vector<Event>* events) const;
   // Read-only: the node records that decode, in id order (as announce).
   absl::Status nodes(Txn& txn, std::vector<NodeRecord>* out) const;
   // OK when `leader` holds `shard` now (store clock); else FailedPrecondition

@@ -173,6 +173,26 @@ absl::Status JobStore::announce(Txn& txn, std::string_view node, bool first, abs
   return absl::OkStatus();
 }
 
+absl::Status JobStore::depart(Txn& txn, std::string_view node, bool* departed,
+                              std::vector<Event>* events) const {
+  KAIROS_CHECK(!node.empty() && node.size() <= kMaxNodeIdSize);
+  *departed = false;
+  const std::optional<std::string> v = txn.get(keys::node(node));
+  if (!v) return absl::OkStatus();
+  absl::StatusOr<NodeRecord> rec = decode_node(*v);
+  const absl::Time now = txn.now();
+  // Undecodable or already lapsed: nothing counts it as live.
+  if (!rec.ok() || rec->id != node || rec->expiry <= now) return absl::OkStatus();
+  rec->expiry = std::max(now, rec->started);
+  txn.put(keys::node(node), encode(*rec));
+  *departed = true;
+  Event e;
+  e.kind = event_kinds::kNodeDeparted;
+  e.with("departed", rec->id).with("expiry", rec->expiry);
+  events->push_back(std::move(e));
+  return absl::OkStatus();
+}
+
 absl::Status JobStore::nodes(Txn& txn, std::vector<NodeRecord>* out) const {
   out->clear();
   const keys::Range range = keys::all_nodes();

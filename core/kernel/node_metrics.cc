@@ -56,6 +56,7 @@ constexpr KindHelp kEventHelp[] = {
     {ek::kLeaderReleased,
      "Shard leader records this node gave up to rebalance (expiry set to the store's now)"},
     {ek::kNodePruned, "Node records removed after being expired for kNodeRecordRetention"},
+    {ek::kNodeDeparted, "Graceful leaves: the node withdrew its own record"},
     {ek::kNodeStarted, "Scheduler node starts"},
     {ek::kNodeInitFailed,
      "Scheduler node store initialisations refused (e.g. a shard count mismatch)"},

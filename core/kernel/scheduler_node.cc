@@ -233,6 +233,13 @@ void SchedulerNode::tick() {
     return;
   }
   probe_clock();
+  if (leaving_) {
+    // No announcement, acquisition or renewal: only the releases go on.
+    for (std::uint32_t s = 0; s < shards_.size(); ++s) release_step(s);
+    finish_leave();
+    serve_parked();
+    return;
+  }
   if (clock_skewed_) {
     serve_parked();  // answered with an error: this node does not claim now
     return;
@@ -334,6 +341,20 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
       [this, shard, known, out, sent](TxnResult r) {
         ShardState& st = shards_[shard];
         st.leader_txn = false;
+        if (leaving_) {
+          // Leaving while this was in flight: do not lead; release what it
+          // wrote (a renewal extended the store's lease: release it too).
+          if (r.committed() && out->kind != LeadershipResult::Kind::kHeldByOther) {
+            if (out->kind == LeadershipResult::Kind::kAcquired) record_all(out->events);
+            st.release_epoch = out->record.epoch;
+            st.highest_epoch = std::max(st.highest_epoch, out->record.epoch);
+            st.leading_until = lease_deadline(sent, config_.lease.leader_ttl,
+                                              config_.lease.max_drift_ppm, config_.lease.margin);
+          }
+          release_step(shard);
+          finish_leave();
+          return;
+        }
         if (st.release_epoch != 0) {
           // Given up (rebalancing) while this renewal was in flight: do not
           // lead; the release follows, under the epoch this wrote.
@@ -522,6 +543,62 @@ void SchedulerNode::release_step(std::uint32_t shard) {
         if (!r.committed()) return;  // tried again next tick
         st.release_epoch = 0;
         record_all(*events);
+        finish_leave();
+      });
+}
+
+void SchedulerNode::leave(std::function<void()> done) {
+  KAIROS_CHECK_MSG(started_ && !stopped_ && !leaving_, "leave() once, on a running node");
+  KAIROS_CHECK(done);
+  leaving_ = true;
+  leave_done_ = std::move(done);
+  for (std::uint32_t s = 0; s < shards_.size(); ++s) {
+    ShardState& st = shards_[s];
+    if (!st.leader) continue;
+    const std::uint64_t epoch = st.epoch;
+    lose_leadership(s, "leaving");
+    if (st.release_epoch == 0) st.release_epoch = epoch;
+  }
+  for (std::uint32_t s = 0; s < shards_.size(); ++s) release_step(s);
+  finish_leave();
+}
+
+void SchedulerNode::finish_leave() {
+  if (!leaving_ || !leave_done_ || depart_txn_) return;
+  for (const ShardState& st : shards_)
+    if (st.release_epoch != 0 || st.release_txn || st.leader_txn) return;
+  if (!announced_) {
+    // Never announced: no record of ours counts this node as live.
+    auto done = std::move(leave_done_);
+    leave_done_ = nullptr;
+    done();
+    return;
+  }
+  depart_txn_ = true;
+  auto departed = std::make_shared<bool>(false);
+  auto events = std::make_shared<std::vector<Event>>();
+  transact_once(
+      "depart",
+      [this, departed, events](Txn& txn) {
+        events->clear();
+        return store_.depart(txn, config_.node_id, departed.get(), events.get());
+      },
+      [this, events](TxnResult r) {
+        depart_txn_ = false;
+        if (r.outcome == CommitOutcome::kAborted) {
+          ++health_.failed_txns;
+          Event e;
+          e.kind = event_kinds::kTxnFailed;
+          e.with("op", std::string("depart"))
+              .with("code", std::string(absl::StatusCodeToString(r.status.code())))
+              .with("error", std::string(r.status.message()));
+          record(std::move(e));
+        }
+        if (r.committed()) record_all(*events);
+        // Not committed: the record lapses by itself within a leader lease.
+        auto done = std::move(leave_done_);
+        leave_done_ = nullptr;
+        if (done) done();
       });
 }
 

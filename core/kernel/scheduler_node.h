@@ -174,6 +174,17 @@ class SchedulerNode {
   // Crash: see the file comment. start() may not be called again; construct
   // a new node to restart.
   void stop();
+  // Graceful leave, before a planned stop: the node stops acquiring and
+  // renewing, stops dispatching every shard it leads, releases each one once
+  // nothing of it is in flight (as a rebalancing handover does), then
+  // withdraws its node record (JobStore::depart), so the other nodes take its
+  // shards over at their next announcement instead of after a lease lapse.
+  // It goes on serving claims, renewals and reports (fenced by tokens, not by
+  // leadership). `done` runs once, on the node's loop, when the record is
+  // withdrawn or that transaction failed (the record then lapses by itself
+  // within a leader lease); stop() afterwards as usual. Called at most once.
+  void leave(std::function<void()> done);
+  bool leaving() const { return leaving_; }
   bool running() const { return started_ && !stopped_; }
 
   // Job API. `done` runs on the loop after a definite outcome (or an error
@@ -396,6 +407,10 @@ class SchedulerNode {
   bool clock_skewed_ = false;
   bool clock_probe_txn_ = false;
   // Membership (see "Membership and rebalancing").
+  bool leaving_ = false;
+  bool depart_txn_ = false;
+  std::function<void()> leave_done_;  // until the departure is written
+  void finish_leave();
   bool announce_txn_ = false;
   bool announced_ = false;  // a first announcement committed
   absl::Time announce_at_ = absl::InfinitePast();

@@ -285,6 +285,98 @@ TEST(Rebalance, ThreeNodesSpreadAndTheSurvivorsTakeOverALeaver) {
   EXPECT_GE(r.led(3).size(), 2u);
 }
 
+TEST(Depart, WithdrawsOnlyALiveRecordOfItsOwn) {
+  StoreBench b(2);
+  MembershipResult m;
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return b.store.announce(t, "n1", true, absl::Seconds(10), &m);
+               }).committed());
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return b.store.announce(t, "n2", true, absl::Seconds(10), &m);
+               }).committed());
+  EXPECT_EQ(m.live, 2u);
+  b.clock.advance(absl::Seconds(1));
+  bool departed = false;
+  std::vector<Event> events;
+  ASSERT_TRUE(
+      b.run([&](Txn& t) { return b.store.depart(t, "n1", &departed, &events); }).committed());
+  EXPECT_TRUE(departed);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, event_kinds::kNodeDeparted);
+  // n1 no longer counts as live; n2 does; its record stays for the view.
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 return b.store.announce(t, "n2", false, absl::Seconds(10), &m);
+               }).committed());
+  EXPECT_EQ(m.live, 1u);
+  ASSERT_EQ(m.nodes.size(), 2u);
+  EXPECT_EQ(m.nodes[0].id, "n1");
+  EXPECT_EQ(m.nodes[0].expiry, T0() + absl::Seconds(1));
+  // A second departure, an unknown node, or a record that does not decode:
+  // nothing written.
+  events.clear();
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 t.put(keys::node("n3"), "\x03garbage");
+                 return absl::OkStatus();
+               }).committed());
+  for (std::string id : {"n1", "n3", "n4"}) {
+    ASSERT_TRUE(
+        b.run([&](Txn& t) { return b.store.depart(t, id, &departed, &events); }).committed());
+    EXPECT_FALSE(departed) << id;
+  }
+  EXPECT_TRUE(events.empty());
+}
+
+TEST(Rebalance, ALeavingNodeHandsItsShardsOverWithoutALeaseLapse) {
+  RebalanceWorld r(8);
+  SchedulerNode& n1 = r.add("n1");
+  SchedulerNode& n2 = r.add("n2");
+  ASSERT_TRUE(r.settle(2, 3 * kLeaderTtl));
+  r.run(kLeaderTtl);
+  ASSERT_EQ(r.led(1).size(), 4u);
+  bool left = false;
+  n2.leave([&] { left = true; });
+  EXPECT_TRUE(n2.leaving());
+  EXPECT_TRUE(r.led(1).empty());  // stops dispatching at once
+  auto took = r.settle(1, 3 * kLeaderTtl);
+  ASSERT_TRUE(took) << "n1 leads " << r.led(0).size();
+  EXPECT_TRUE(left);
+  // Released and withdrawn: n1 takes over at its next announcement, far
+  // sooner than the leases (and n2's node record) would lapse.
+  EXPECT_LT(*took, kLeaderTtl / 2);
+  EXPECT_EQ(n1.live_nodes(), 1u);
+  std::size_t released = 0, departed = 0;
+  for (const Event& e : r.w.events.events()) {
+    if (e.kind == event_kinds::kLeaderReleased && node_of(e) == "n2") ++released;
+    if (e.kind == event_kinds::kNodeDeparted) ++departed;
+  }
+  EXPECT_EQ(released, 4u);
+  EXPECT_EQ(departed, 1u);
+  // The leaver never leads again while it runs on.
+  r.run(3 * kLeaderTtl);
+  EXPECT_TRUE(r.led(1).empty());
+  EXPECT_EQ(r.led(0).size(), 8u);
+}
+
+TEST(Rebalance, ALoneNodeThatLeavesReleasesEveryShardForItsReplacement) {
+  RebalanceWorld r(4);
+  SchedulerNode& n1 = r.add("n1");
+  ASSERT_TRUE(r.settle(1, absl::Seconds(2)));
+  r.run(absl::Seconds(3));
+  bool left = false;
+  n1.leave([&] { left = true; });
+  r.run(absl::Milliseconds(500));
+  EXPECT_TRUE(left);
+  r.crash(0);
+  // A replacement under another id leads every shard at once: no lease and
+  // no node record of n1's to wait out (each would hold it back seconds).
+  SchedulerNode& n2 = r.add("n2");
+  auto took = r.settle(1, 3 * kLeaderTtl);
+  ASSERT_TRUE(took);
+  EXPECT_LT(*took, absl::Seconds(2));
+  EXPECT_EQ(r.led(1).size(), 4u);
+  EXPECT_EQ(n2.live_nodes(), 1u);
+}
+
 TEST(Rebalance, TheClusterViewListsNodesWithTheirLeases) {
   RebalanceWorld r(4);
   SchedulerNode& n1 = r.add("n1");
