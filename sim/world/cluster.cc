@@ -330,6 +330,8 @@ void Cluster::on_event(const Event& e) {
     if (!previous.empty() && previous != field("node")) world_.mark("kernel.leader-failover");
   } else if (k == event_kinds::kLeaderReleased) {
     world_.mark("kernel.leader-released");
+  } else if (k == event_kinds::kNodeDeparted) {
+    world_.mark("kernel.node-departed");
   } else if (k == event_kinds::kLeaderLost && field("reason").rfind("rebalance", 0) == 0) {
     world_.mark("kernel.leader-rebalanced");
   } else if (k == event_kinds::kRunReleased) {
@@ -551,6 +553,19 @@ void Cluster::apply(const FaultSpec& f) {
         world_.note(kWorldNode, absl::StrCat("no record of job ", f.job, " to corrupt"));
       }
       break;
+    case FaultKind::kLeave: {
+      NodeProcess* p = nodes_[n]->process.get();
+      SchedulerNode* node = p != nullptr ? p->scheduler() : nullptr;
+      if (node == nullptr || !world_.is_up(n) || node->leaving()) break;
+      // The process stops once its leave is written (or gave up), as a
+      // server's shutdown does after its drain.
+      node->leave([this, n, len] {
+        world_.note(kWorldNode, absl::StrCat(world_.node(n).name, " left; stopping"));
+        crash_node(n);
+        if (len > absl::ZeroDuration()) restart_later(n, len);
+      });
+      break;
+    }
     case FaultKind::kFleetRestart: {
       std::vector<NodeId> all = schedulers_;
       all.insert(all.end(), workers_.begin(), workers_.end());

@@ -58,6 +58,8 @@ inline constexpr std::string_view kOtherMarks[] = {
     // "rebalance"), and released its record so another acquires at once.
     "kernel.leader-rebalanced",
     "kernel.leader-released",
+    // A scheduler left gracefully (fault leave): its node record withdrawn.
+    "kernel.node-departed",
     "kernel.stale-renewal-rejected",
     "kernel.run-released",
     "worker.lease-lost",
