@@ -70,7 +70,7 @@ step "planted bugs (each must be caught within 50 swarm seeds)"
 # Every bug of --list-bugs (sim/world/fault_plan.h, kCaughtBugs); a policy bug must
 # be caught by the invariant written for it.
 declare -A want=([unbounded-catch-up]=catch-up-bounded [overlap-ignored]=overlap-respected
-                 [retry-without-backoff]=retry-backoff)
+                 [retry-without-backoff]=retry-backoff [handover-keeps-epoch]=epochs-increase)
 for bug in $("$SIM" --list-bugs); do
   "$SIM" --swarm --runs 50 --inject-bug="$bug" --stop-on-failure > "$OUT/bug-$bug.out" 2>&1
   rc=$?

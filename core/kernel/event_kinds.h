@@ -48,6 +48,14 @@ inline constexpr std::string_view kLedgerPruned = "ledger.pruned";
 // --- Leadership (job_store.cc, scheduler_node.cc) ----------------------------
 inline constexpr std::string_view kLeaderAcquired = "leader.acquired";
 inline constexpr std::string_view kLeaderLost = "leader.lost";
+// A leader gave a shard up (rebalancing): its record expires at the store's
+// now, so another node may acquire it at once.
+inline constexpr std::string_view kLeaderReleased = "leader.released";
+// A node record expired for longer than kNodeRecordRetention was removed.
+inline constexpr std::string_view kNodePruned = "node.pruned";
+// A node left the membership on purpose (JobStore::depart): its record
+// expired at the store's now.
+inline constexpr std::string_view kNodeDeparted = "node.departed";
 
 // --- Scheduler nodes (core/kernel/scheduler_node.cc) -------------------------
 inline constexpr std::string_view kNodeStarted = "node.started";
@@ -99,6 +107,9 @@ inline constexpr std::array kAllEventKinds = {
     kLedgerPruned,
     kLeaderAcquired,
     kLeaderLost,
+    kLeaderReleased,
+    kNodePruned,
+    kNodeDeparted,
     kNodeStarted,
     kNodeInitFailed,
     kNodeClockSkew,

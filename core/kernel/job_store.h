@@ -67,6 +67,10 @@ struct OpenRuns;
 // Limits checked at the API boundary.
 inline constexpr std::size_t kMaxJobIdSize = 200;
 inline constexpr std::size_t kMaxWorkerIdSize = 200;
+// Node records (keys::node): how many a membership read looks at, and how
+// long an expired one is kept (shown as expired) before it is removed.
+inline constexpr std::size_t kMaxNodeRecords = 1024;
+inline constexpr absl::Duration kNodeRecordRetention = absl::Hours(1);
 inline constexpr std::size_t kMaxDetailSize = 4096;
 
 // Validates a job spec (schedule compiles, payload, policy ranges, id shape).
@@ -224,6 +228,22 @@ struct LeadershipResult {
   // kHeldByOther: how long (store clock) the other holder's lease still runs;
   // trying again sooner cannot succeed.
   absl::Duration held_for = absl::ZeroDuration();
+};
+
+// A node's announcement (JobStore::announce) and the membership it saw.
+struct MembershipResult {
+  NodeRecord self;  // this node's record as written
+  // Every node record that decodes, in id order (this node's included, as
+  // written; expired ones too: compare expiry with `now`).
+  std::vector<NodeRecord> nodes;
+  std::uint32_t live = 0;  // records with expiry > now, this node's included
+  // Shards whose leader record is absent or expired at `now`.
+  std::vector<std::uint32_t> free_shards;
+  // The others (live record), in shard order, with their holder.
+  std::vector<std::pair<std::uint32_t, std::string>> held;
+  std::uint32_t undecodable = 0;  // node records passed over
+  absl::Time now;                 // Txn::now() of the body
+  std::vector<Event> events;      // node.pruned, one per record removed
 };
 
 struct DispatchResult {
@@ -410,6 +430,31 @@ class JobStore {
   // record (expiry <= Txn::now()) is returned too, so compare with the
   // store's now. Writes nothing; fails only on an undecodable record.
   absl::Status leaders(Txn& txn, std::vector<std::pair<std::uint32_t, LeaderRecord>>* out) const;
+  // Gives leadership of `shard` up: when the record still names `leader`
+  // (node and epoch) and has not expired, its expiry becomes the store's now,
+  // so every later write under that epoch fails the leader gate and another
+  // node may acquire it (at epoch + 1) at once. Otherwise (lapsed, or taken
+  // over) nothing is written. `*released` says which. The caller must have
+  // stopped dispatching under the epoch first (SchedulerNode does).
+  absl::Status release_leadership(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
+                                  bool* released, std::vector<Event>* events) const;
+  // Announces `node`: writes its node record with expiry = now + ttl
+  // (started = now when `first`, else kept from the stored record), removes
+  // records expired for longer than kNodeRecordRetention, and reports the
+  // membership and the free shards (MembershipResult). A node record that
+  // does not decode is passed over (counted), never fatal; at most
+  // kMaxNodeRecords records are read.
+  absl::Status announce(Txn& txn, std::string_view node, bool first, absl::Duration ttl,
+                        MembershipResult* out) const;
+  // Withdraws `node` from the membership (a graceful leave): its record, if
+  // present, live and decodable, gets expiry = the store's now, so the other
+  // nodes count one live node fewer at their next announcement. `*departed`
+  // says whether a record was written. The caller must have released or
+  // stopped leading every shard first (SchedulerNode::leave does).
+  absl::Status depart(Txn& txn, std::string_view node, bool* departed,
+                      std::vector<Event>* events) const;
+  // Read-only: the node records that decode, in id order (as announce).
+  absl::Status nodes(Txn& txn, std::vector<NodeRecord>* out) const;
   // OK when `leader` holds `shard` now (store clock); else FailedPrecondition
   // "stale epoch ...".
   absl::Status check_leader(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
@@ -496,6 +541,8 @@ class JobStore {
   // Planted-bug decision points (job_store_planted_bugs.cc): each is the
   // clean behaviour unless its PlantedBugs switch is set.
   bool planted_skips_epoch_check() const;
+  // The epoch an acquisition takes over `previous` with (previous + 1).
+  std::uint64_t next_epoch(const LeaderRecord& previous, bool had_record) const;
   bool planted_reaper_off() const;
   absl::StatusOr<job_store_internal::OpenRuns> open_runs_for_overlap(Txn& txn,
                                                                      const JobRecord& job) const;

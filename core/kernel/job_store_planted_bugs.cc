@@ -18,6 +18,13 @@ using namespace job_store_internal;  // the bodies' shared helpers
 // skip_epoch_check: leader bodies run without checking the leader record.
 bool JobStore::planted_skips_epoch_check() const { return bugs_.skip_epoch_check; }
 
+// handover_keeps_epoch: a released or lapsed record of another holder is
+// taken over under its own epoch.
+std::uint64_t JobStore::next_epoch(const LeaderRecord& previous, bool had_record) const {
+  if (bugs_.handover_keeps_epoch && had_record && previous.epoch > 0) return previous.epoch;
+  return previous.epoch + 1;
+}
+
 // no_lease_expiry: the reaper never makes a lapsed lease claimable again.
 bool JobStore::planted_reaper_off() const { return bugs_.no_lease_expiry; }
 

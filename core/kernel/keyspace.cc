@@ -140,6 +140,11 @@ absl::StatusOr<SweepKey> parse_sweep(std::string_view key) {
   return k;
 }
 std::string leader(std::uint32_t shard) { return KeyBuilder().tag(kLeader).u32(shard).build(); }
+std::string node(std::string_view id) { return KeyBuilder().tag(kNode).str(id).build(); }
+Range all_nodes() {
+  std::string b = KeyBuilder().tag(kNode).build();
+  return {b, prefix_end(b)};
+}
 std::string ledger(std::string_view id, absl::Time nominal, std::uint64_t incarnation) {
   return KeyBuilder().tag(kLedger).str(id).time(nominal).u64(incarnation).build();
 }

@@ -24,6 +24,11 @@
 //   E | shard | expiry | id | inc | nominal
 //                                (empty) lease expiry index for the reaper.
 //   L | shard                    LeaderRecord.
+//   N | node id                  NodeRecord: a scheduler node's announcement
+//                                and lease (renewed every leader renewal
+//                                period). Records expired for longer than
+//                                kNodeRecordRetention are removed by the
+//                                announcing nodes.
 //   H | id | nominal | inc       LedgerRecord: what became of each
 //                                occurrence (or range of occurrences starting
 //                                at `nominal`). Keyed by id across
@@ -59,6 +64,7 @@ inline constexpr std::uint8_t kOpen = 'O';
 inline constexpr std::uint8_t kReady = 'Q';
 inline constexpr std::uint8_t kExpiry = 'E';
 inline constexpr std::uint8_t kLeader = 'L';
+inline constexpr std::uint8_t kNode = 'N';
 inline constexpr std::uint8_t kLedger = 'H';
 inline constexpr std::uint8_t kSweep = 'X';
 
@@ -105,6 +111,8 @@ absl::StatusOr<SweepKey> parse_sweep(std::string_view key);
 std::string expiry(std::uint32_t shard, absl::Time expiry, const RunId& id);
 Range expiry_until(std::uint32_t shard, absl::Time until);
 std::string leader(std::uint32_t shard);
+std::string node(std::string_view id);
+Range all_nodes();
 std::string ledger(std::string_view id, absl::Time nominal, std::uint64_t incarnation);
 // Ledger records of `id` whose first nominal is in [from, to).
 Range ledger_between(std::string_view id, absl::Time from, absl::Time to);

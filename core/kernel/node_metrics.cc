@@ -53,6 +53,10 @@ constexpr KindHelp kEventHelp[] = {
     {ek::kLedgerPruned, "Occurrence ledger records removed by retention"},
     {ek::kLeaderAcquired, "Shard leaderships acquired by this node (a new epoch)"},
     {ek::kLeaderLost, "Shard leaderships this node stopped exercising (any reason)"},
+    {ek::kLeaderReleased,
+     "Shard leader records this node gave up to rebalance (expiry set to the store's now)"},
+    {ek::kNodePruned, "Node records removed after being expired for kNodeRecordRetention"},
+    {ek::kNodeDeparted, "Graceful leaves: the node withdrew its own record"},
     {ek::kNodeStarted, "Scheduler node starts"},
     {ek::kNodeInitFailed,
      "Scheduler node store initialisations refused (e.g. a shard count mismatch)"},
@@ -90,6 +94,9 @@ constexpr FamilyHelp kFamilyHelp[] = {
      "Runs that reached their end, by outcome: the run's final status (succeeded, failed - also a "
      "lease lapsed or released on the last attempt -, failed_permanent, timed_out, stopped) or "
      "cancelled (withdrawn)"},
+    {kLiveNodes,
+     "Scheduler nodes with a live node record (this one included) at this node's latest "
+     "announcement; its fair share of shards is ceil(shards / this)"},
     {kDueBacklog,
      "Due entries the shard's last dispatch pass found due (store clock) and not yet dispatched, "
      "at most dispatch_batch plus the entries it passed over; 0 while this node does not lead the "

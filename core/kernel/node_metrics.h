@@ -35,6 +35,8 @@ inline constexpr std::string_view kRuns = "kairos_runs_total";
 // Gauge per shard (label shard): due entries the shard's last dispatch pass
 // found due, as it saw them.
 inline constexpr std::string_view kDueBacklog = "kairos_due_backlog";
+// Gauge: live scheduler nodes at this node's latest announcement.
+inline constexpr std::string_view kLiveNodes = "kairos_cluster_live_nodes";
 // Histograms in microseconds (exported in seconds).
 inline constexpr std::string_view kDispatchLateness = "kairos_dispatch_lateness_us";
 inline constexpr std::string_view kFireLateness = "kairos_fire_lateness_us";

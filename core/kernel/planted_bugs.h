@@ -41,27 +41,31 @@ struct PlantedBugs {
   // complete: a retryable failure is re-queued at once (ready_at = now)
   // instead of after the backoff delay.
   bool retry_without_backoff = false;
+  // leadership (acquire): a shard whose record was released or lapsed is
+  // taken over under the same epoch instead of epoch + 1, so one epoch names
+  // two holders -- a handover that does not end the old epoch.
+  bool handover_keeps_epoch = false;
 
   bool any() const {
     return ignore_fencing || no_lease_expiry || skip_epoch_check || ack_before_effect ||
            non_atomic_dispatch || reuse_token || unknown_as_failure || unbounded_catch_up ||
-           overlap_ignored || retry_without_backoff;
+           overlap_ignored || retry_without_backoff || handover_keeps_epoch;
   }
   friend bool operator==(const PlantedBugs&, const PlantedBugs&) = default;
 };
 
 // Names as the simulator's --inject-bug spells them.
-inline constexpr std::array<std::string_view, 10> kPlantedBugNames = {
-    "ignore-fencing",      "no-lease-expiry",      "skip-epoch-check",   "ack-before-effect",
-    "non-atomic-dispatch", "reuse-token",          "unknown-as-failure", "unbounded-catch-up",
-    "overlap-ignored",     "retry-without-backoff"};
+inline constexpr std::array<std::string_view, 11> kPlantedBugNames = {
+    "ignore-fencing",      "no-lease-expiry",       "skip-epoch-check",    "ack-before-effect",
+    "non-atomic-dispatch", "reuse-token",           "unknown-as-failure",  "unbounded-catch-up",
+    "overlap-ignored",     "retry-without-backoff", "handover-keeps-epoch"};
 
 // Sets the flag named `name`; false when the name is unknown.
 inline bool set_planted_bug(PlantedBugs& bugs, std::string_view name) {
-  bool* flags[] = {&bugs.ignore_fencing,       &bugs.no_lease_expiry,     &bugs.skip_epoch_check,
-                   &bugs.ack_before_effect,    &bugs.non_atomic_dispatch, &bugs.reuse_token,
-                   &bugs.unknown_as_failure,   &bugs.unbounded_catch_up,  &bugs.overlap_ignored,
-                   &bugs.retry_without_backoff};
+  bool* flags[] = {&bugs.ignore_fencing,        &bugs.no_lease_expiry,     &bugs.skip_epoch_check,
+                   &bugs.ack_before_effect,     &bugs.non_atomic_dispatch, &bugs.reuse_token,
+                   &bugs.unknown_as_failure,    &bugs.unbounded_catch_up,  &bugs.overlap_ignored,
+                   &bugs.retry_without_backoff, &bugs.handover_keeps_epoch};
   for (std::size_t i = 0; i < kPlantedBugNames.size(); ++i) {
     if (kPlantedBugNames[i] == name) {
       *flags[i] = true;

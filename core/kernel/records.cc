@@ -318,6 +318,31 @@ absl::StatusOr<LeaderRecord> decode_leader(std::string_view bytes) {
   return l;
 }
 
+std::string encode(const NodeRecord& n) {
+  ByteWriter w;
+  w.u8(kRecordVersion).str(n.id).time(n.started).time(n.expiry);
+  std::string out = std::move(w).take();
+  KAIROS_CHECK_MSG(decode_node(out).ok(), "an encoded node record decodes");
+  return out;
+}
+
+absl::StatusOr<NodeRecord> decode_node(std::string_view bytes) {
+  ByteReader r(bytes);
+  NodeRecord n;
+  auto body = [&]() -> absl::Status {
+    KAIROS_RETURN_IF_ERROR(check_version(r, "node"));
+    KAIROS_ASSIGN_OR_RETURN(n.id, r.str("node.id"));
+    if (n.id.empty() || n.id.size() > kMaxNodeIdSize)
+      return absl::DataLossError("node.id: must be 1..200 bytes");
+    KAIROS_ASSIGN_OR_RETURN(n.started, r.time("node.started"));
+    KAIROS_ASSIGN_OR_RETURN(n.expiry, r.time("node.expiry"));
+    if (n.started > n.expiry) return absl::DataLossError("node.started: after node.expiry");
+    return r.expect_end("node record");
+  };
+  KAIROS_RETURN_IF_ERROR(as_data_loss(body()));
+  return n;
+}
+
 std::string encode(const DueEntry& d) {
   ByteWriter w;
   w.u8(kRecordVersion).u64(d.incarnation).time(d.nominal);

@@ -68,6 +68,8 @@ struct JobPolicy {
 };
 
 inline constexpr std::size_t kMaxNamespaceSize = 63;
+// A scheduler node's id (SchedulerNodeConfig::node_id, NodeRecord::id).
+inline constexpr std::size_t kMaxNodeIdSize = 200;
 inline constexpr std::size_t kMaxLabels = 32;
 inline constexpr std::size_t kMaxLabelKeySize = 63;
 inline constexpr std::size_t kMaxLabelValueSize = 253;
@@ -250,6 +252,18 @@ struct LeaderRecord {
   friend bool operator==(const LeaderRecord&, const LeaderRecord&) = default;
 };
 
+// N|id: a scheduler node's announcement. The node renews it (expiry = the
+// store's now + the node lease) while it runs; a record whose expiry has
+// passed (store clock) names a node that is gone or cut off. `started` is the
+// store's clock at the first announcement of this run of the node (a
+// restart under the same id starts it again).
+struct NodeRecord {
+  std::string id;
+  absl::Time started = absl::InfinitePast();  // store clock
+  absl::Time expiry = absl::InfinitePast();   // store clock
+  friend bool operator==(const NodeRecord&, const NodeRecord&) = default;
+};
+
 // Value of a D entry: which incarnation and occurrence it stands for.
 struct DueEntry {
   std::uint64_t incarnation = 0;
@@ -264,12 +278,15 @@ std::string encode(const JobRecord& r);
 std::string encode(const JobCounters& r);
 std::string encode(const RunRecord& r);
 std::string encode(const LeaderRecord& r);
+std::string encode(const NodeRecord& r);
 std::string encode(const DueEntry& r);
 std::string encode(const LedgerRecord& r);
 absl::StatusOr<JobRecord> decode_job(std::string_view bytes);
 absl::StatusOr<JobCounters> decode_counters(std::string_view bytes);
 absl::StatusOr<RunRecord> decode_run(std::string_view bytes);
 absl::StatusOr<LeaderRecord> decode_leader(std::string_view bytes);
+// Strict: the id must be 1..kMaxNodeIdSize bytes and started <= expiry.
+absl::StatusOr<NodeRecord> decode_node(std::string_view bytes);
 absl::StatusOr<DueEntry> decode_due(std::string_view bytes);
 absl::StatusOr<LedgerRecord> decode_ledger(std::string_view bytes);
 

@@ -103,6 +103,7 @@ void SchedulerNode::stop() {
   transport_.set_handler([](PeerId, std::string_view) {});
   parked_.clear();
   shards_.assign(shards_.size(), ShardState{});
+  live_nodes_ = 0;
   for (std::uint32_t s = 0; s < shards_.size(); ++s) set_backlog(s, 0);
 }
 
@@ -232,11 +233,28 @@ void SchedulerNode::tick() {
     return;
   }
   probe_clock();
+  if (leaving_) {
+    // No announcement, acquisition or renewal: only the releases go on.
+    for (std::uint32_t s = 0; s < shards_.size(); ++s) release_step(s);
+    finish_leave();
+    serve_parked();
+    return;
+  }
   if (clock_skewed_) {
     serve_parked();  // answered with an error: this node does not claim now
     return;
   }
+  announce();
+  std::uint32_t held = 0;
+  for (const ShardState& st : shards_)
+    if (st.release_epoch == 0 && (st.leader || st.leader_txn)) ++held;
+  const std::uint32_t fair = fair_share();
+  acquire_budget_ = fair > held ? fair - held : 0;
   for (std::uint32_t s = 0; s < shards_.size(); ++s) {
+    if (shards_[s].release_epoch != 0) {
+      release_step(s);
+      continue;
+    }
     leadership_step(s);
     ShardState& st = shards_[s];
     if (st.leader && clock_.now() >= st.leading_until)
@@ -305,6 +323,11 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
   // (A wait longer than a whole leader lease means this clock stepped back:
   // try now rather than wait out the step.)
   if (!st.leader && now < st.acquire_at && st.acquire_at - now <= config_.lease.leader_ttl) return;
+  if (!st.leader) {
+    // Acquire only below the fair share (none before the first announcement).
+    if (acquire_budget_ == 0) return;
+    --acquire_budget_;
+  }
   st.leader_txn = true;
   const std::uint64_t known = st.leader ? st.epoch : st.pending_epoch;
   auto out = std::make_shared<LeadershipResult>();
@@ -318,6 +341,30 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
       [this, shard, known, out, sent](TxnResult r) {
         ShardState& st = shards_[shard];
         st.leader_txn = false;
+        if (leaving_) {
+          // Leaving while this was in flight: do not lead; release what it
+          // wrote (a renewal extended the store's lease: release it too).
+          if (r.committed() && out->kind != LeadershipResult::Kind::kHeldByOther) {
+            if (out->kind == LeadershipResult::Kind::kAcquired) record_all(out->events);
+            st.release_epoch = out->record.epoch;
+            st.highest_epoch = std::max(st.highest_epoch, out->record.epoch);
+            st.leading_until = lease_deadline(sent, config_.lease.leader_ttl,
+                                              config_.lease.max_drift_ppm, config_.lease.margin);
+          }
+          release_step(shard);
+          finish_leave();
+          return;
+        }
+        if (st.release_epoch != 0) {
+          // Given up (rebalancing) while this renewal was in flight: do not
+          // lead; the release follows, under the epoch this wrote.
+          if (r.committed() && out->kind == LeadershipResult::Kind::kAcquired) {
+            record_all(out->events);
+            st.release_epoch = out->record.epoch;
+            st.highest_epoch = std::max(st.highest_epoch, out->record.epoch);
+          }
+          return;
+        }
         if (r.outcome == CommitOutcome::kUnknown) {
           // It may have applied: remember the epoch so the next attempt can
           // adopt it instead of bumping again. Leadership is not extended.
@@ -340,7 +387,11 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
           // Back off until the holder's lease would lapse: a non-leader
           // otherwise writes nothing but reads the record every tick. (A
           // clock running slow delays the takeover by its drift share.)
-          st.acquire_at = clock_.now() + out->held_for;
+          // A contested shard is probed every tick until its over-share
+          // holder releases it; once another node holds it, it is no longer
+          // ours to wait for, and the acquire budget goes to other shards.
+          if (st.contested && out->record.holder != st.contested_by) st.contested = false;
+          st.acquire_at = st.contested ? clock_.now() : clock_.now() + out->held_for;
           return;
         }
         if (out->kind == LeadershipResult::Kind::kAcquired && crashed_at("leader-after-elect"))
@@ -367,6 +418,187 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
         KAIROS_CHECK_MSG(sent < st.renew_at && st.renew_at < st.leading_until,
                          "a leader renews before its leadership deadline");
         if (!st.dispatch_txn) run_dispatch(shard);
+      });
+}
+
+std::uint32_t SchedulerNode::fair_share() const {
+  if (live_nodes_ == 0) return 0;
+  return (config_.shard_count + live_nodes_ - 1) / live_nodes_;
+}
+
+void SchedulerNode::announce() {
+  if (announce_txn_ || clock_.now() < announce_at_) return;
+  announce_txn_ = true;
+  auto out = std::make_shared<MembershipResult>();
+  const absl::Time sent = clock_.now();
+  const bool first = !announced_;
+  const absl::Duration ttl = config_.lease.leader_ttl;
+  transact_once(
+      "announce",
+      [this, first, ttl, out](Txn& txn) {
+        return store_.announce(txn, config_.node_id, first, ttl, out.get());
+      },
+      [this, out, sent](TxnResult r) {
+        announce_txn_ = false;
+        if (r.outcome == CommitOutcome::kAborted) {
+          ++health_.failed_txns;
+          Event e;
+          e.kind = event_kinds::kTxnFailed;
+          e.with("op", std::string("announce"))
+              .with("code", std::string(absl::StatusCodeToString(r.status.code())))
+              .with("error", std::string(r.status.message()));
+          record(std::move(e));
+        }
+        if (!r.committed()) return;  // tried again next tick
+        const bool first_view = live_nodes_ == 0;
+        announced_ = true;
+        announce_at_ = sent + config_.lease.leader_renew_period;
+        KAIROS_CHECK(out->live >= 1);
+        live_nodes_ = out->live;
+        metrics_.gauge(node_metrics::kLiveNodes).set(live_nodes_);
+        record_all(out->events);
+        for (std::uint32_t shard : out->free_shards)
+          if (!shards_[shard].leader) shards_[shard].acquire_at = absl::InfinitePast();
+        // The shards each over-share node gives up: its highest-numbered.
+        const std::uint32_t fair = fair_share();
+        std::map<std::string, std::vector<std::uint32_t>> by_holder;
+        for (const auto& [shard, holder] : out->held)
+          if (holder != config_.node_id) by_holder[holder].push_back(shard);
+        for (ShardState& st : shards_) st.contested = false;
+        for (const auto& [holder, held] : by_holder)
+          for (std::size_t i = fair; i < held.size(); ++i) {
+            shards_[held[i]].contested = true;
+            shards_[held[i]].contested_by = holder;
+            shards_[held[i]].acquire_at = absl::InfinitePast();
+          }
+        rebalance();
+        if (first_view) tick();  // acquire now rather than a poll later
+      });
+}
+
+void SchedulerNode::rebalance() {
+  const std::uint32_t fair = fair_share();
+  if (fair == 0) return;
+  std::uint32_t led = 0;
+  for (const ShardState& st : shards_)
+    if (st.leader) ++led;
+  // The highest-numbered shards go first: a choice every node makes alike.
+  for (std::uint32_t s = config_.shard_count; s-- > 0 && led > fair;) {
+    ShardState& st = shards_[s];
+    if (!st.leader) continue;
+    KAIROS_CHECK(st.release_epoch == 0 && st.epoch > 0);
+    const std::uint64_t epoch = st.epoch;
+    // Stop dispatching first; the record is released once nothing of the
+    // shard is in flight (release_step).
+    lose_leadership(s, absl::StrCat("rebalance: leads ", led, " shards, fair share ", fair, " of ",
+                                    live_nodes_, " live nodes"));
+    st.release_epoch = epoch;
+    --led;
+    release_step(s);
+  }
+  KAIROS_CHECK(led <= fair);
+}
+
+void SchedulerNode::release_step(std::uint32_t shard) {
+  ShardState& st = shards_[shard];
+  if (st.release_epoch == 0 || st.release_txn) return;
+  if (st.leader_txn || st.dispatch_txn || st.reap_txn) {
+    // Wait for them, but not a whole poll: the shard is led by nobody now.
+    if (!st.release_retry) {
+      st.release_retry = true;
+      Alive alive = alive_;
+      timers_.after(config_.retry_backoff_base, [this, alive, shard] {
+        if (!*alive) return;
+        shards_[shard].release_retry = false;
+        release_step(shard);
+      });
+    }
+    return;
+  }
+  KAIROS_CHECK_MSG(!st.leader, "a shard is released only after its dispatching stopped");
+  if (clock_.now() >= st.leading_until) {
+    st.release_epoch = 0;  // the lease lapses by itself
+    return;
+  }
+  st.release_txn = true;
+  const std::uint64_t epoch = st.release_epoch;
+  auto released = std::make_shared<bool>(false);
+  auto events = std::make_shared<std::vector<Event>>();
+  transact_once(
+      "release",
+      [this, shard, epoch, released, events](Txn& txn) {
+        events->clear();
+        return store_.release_leadership(txn, shard, LeaderToken{config_.node_id, epoch},
+                                         released.get(), events.get());
+      },
+      [this, shard, epoch, events](TxnResult r) {
+        ShardState& st = shards_[shard];
+        st.release_txn = false;
+        if (st.release_epoch != epoch) return;
+        if (r.outcome == CommitOutcome::kAborted) {
+          on_failed(shard, "release", r.status);
+          st.release_epoch = 0;  // the lease lapses by itself
+          return;
+        }
+        if (!r.committed()) return;  // tried again next tick
+        st.release_epoch = 0;
+        record_all(*events);
+        finish_leave();
+      });
+}
+
+void SchedulerNode::leave(std::function<void()> done) {
+  KAIROS_CHECK_MSG(started_ && !stopped_ && !leaving_, "leave() once, on a running node");
+  KAIROS_CHECK(done);
+  leaving_ = true;
+  leave_done_ = std::move(done);
+  for (std::uint32_t s = 0; s < shards_.size(); ++s) {
+    ShardState& st = shards_[s];
+    if (!st.leader) continue;
+    const std::uint64_t epoch = st.epoch;
+    lose_leadership(s, "leaving");
+    if (st.release_epoch == 0) st.release_epoch = epoch;
+  }
+  for (std::uint32_t s = 0; s < shards_.size(); ++s) release_step(s);
+  finish_leave();
+}
+
+void SchedulerNode::finish_leave() {
+  if (!leaving_ || !leave_done_ || depart_txn_) return;
+  for (const ShardState& st : shards_)
+    if (st.release_epoch != 0 || st.release_txn || st.leader_txn) return;
+  if (!announced_) {
+    // Never announced: no record of ours counts this node as live.
+    auto done = std::move(leave_done_);
+    leave_done_ = nullptr;
+    done();
+    return;
+  }
+  depart_txn_ = true;
+  auto departed = std::make_shared<bool>(false);
+  auto events = std::make_shared<std::vector<Event>>();
+  transact_once(
+      "depart",
+      [this, departed, events](Txn& txn) {
+        events->clear();
+        return store_.depart(txn, config_.node_id, departed.get(), events.get());
+      },
+      [this, events](TxnResult r) {
+        depart_txn_ = false;
+        if (r.outcome == CommitOutcome::kAborted) {
+          ++health_.failed_txns;
+          Event e;
+          e.kind = event_kinds::kTxnFailed;
+          e.with("op", std::string("depart"))
+              .with("code", std::string(absl::StatusCodeToString(r.status.code())))
+              .with("error", std::string(r.status.message()));
+          record(std::move(e));
+        }
+        if (r.committed()) record_all(*events);
+        // Not committed: the record lapses by itself within a leader lease.
+        auto done = std::move(leave_done_);
+        leave_done_ = nullptr;
+        if (done) done();
       });
 }
 
@@ -1086,6 +1318,7 @@ void SchedulerNode::get_cluster(std::function<void(absl::StatusOr<ClusterView>)>
       [this](Txn& t, ClusterView* o) {
         o->shard_count = store_.shard_count();
         o->now = t.now();
+        KAIROS_RETURN_IF_ERROR(store_.nodes(t, &o->nodes));
         return store_.leaders(t, &o->leaders);
       },
       std::move(done), /*read_only=*/true);

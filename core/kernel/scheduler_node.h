@@ -42,6 +42,22 @@
 // the node records record.undecodable once per key and reports itself
 // degraded (health()).
 //
+// Membership and rebalancing. Every leader_renew_period the node announces
+// itself (JobStore::announce: its node record, lease leader_ttl by the
+// store's clock) and reads the node records back. With L live nodes its fair
+// share is ceil(shards / L): it acquires a shard only while it leads (or is
+// acquiring) fewer, and before its first announcement commits it acquires
+// none. A node leading more than its share gives up the excess, highest
+// shard numbers first (deterministic): it stops dispatching the shard at
+// once (leader.lost, reason "rebalance"), waits until no leader, dispatch or
+// reaper transaction of the shard is in flight, then releases the record
+// (JobStore::release_leadership, fenced by its epoch). A release whose
+// outcome is not definite is retried until the local deadline passes, after
+// which the lease simply lapses. Shards the announcement finds free (no
+// record, or expired) are tried at the node's next step at once, and so are,
+// every tick, the shards a node over its share will give up (by the same
+// rule: its highest-numbered ones), so a handover takes about one poll.
+//
 // Leadership by the node's own clock. The node acts as leader of a shard only
 // until sent + leader_ttl x (1 - max_drift) - margin after it sent the last
 // successful acquire/renew; the store's epoch check is what makes a late
@@ -108,6 +124,9 @@ struct ClusterView {
   std::uint32_t shard_count = 0;
   // Shards with a leader record, in shard order (expired ones included).
   std::vector<std::pair<std::uint32_t, LeaderRecord>> leaders;
+  // The node records, in id order (expired ones included: live means
+  // expiry > now).
+  std::vector<NodeRecord> nodes;
   absl::Time now;  // Txn::now() of the read
 };
 
@@ -155,6 +174,17 @@ class SchedulerNode {
   // Crash: see the file comment. start() may not be called again; construct
   // a new node to restart.
   void stop();
+  // Graceful leave, before a planned stop: the node stops acquiring and
+  // renewing, stops dispatching every shard it leads, releases each one once
+  // nothing of it is in flight (as a rebalancing handover does), then
+  // withdraws its node record (JobStore::depart), so the other nodes take its
+  // shards over at their next announcement instead of after a lease lapse.
+  // It goes on serving claims, renewals and reports (fenced by tokens, not by
+  // leadership). `done` runs once, on the node's loop, when the record is
+  // withdrawn or that transaction failed (the record then lapses by itself
+  // within a leader lease); stop() afterwards as usual. Called at most once.
+  void leave(std::function<void()> done);
+  bool leaving() const { return leaving_; }
   bool running() const { return started_ && !stopped_; }
 
   // Job API. `done` runs on the loop after a definite outcome (or an error
@@ -236,6 +266,11 @@ class SchedulerNode {
   bool leads(std::uint32_t shard) const;
   std::uint64_t epoch(std::uint32_t shard) const;  // 0 when not leading
   std::size_t parked_claims() const { return parked_.size(); }
+  // Live nodes by the latest committed announcement (this one included); 0
+  // before the first.
+  std::uint32_t live_nodes() const { return live_nodes_; }
+  // ceil(shards / live_nodes()); 0 before the first announcement.
+  std::uint32_t fair_share() const;
   // False while the node's clock is outside max_clock_skew of the store's.
   bool clock_sane() const { return !clock_skewed_; }
   // Degraded once a stored record did not decode (see the file comment).
@@ -267,6 +302,14 @@ class SchedulerNode {
     std::optional<TimerId> wake_timer;
     // Jobs dispatch passes over: one of their records did not decode.
     std::set<std::string> skip_jobs;
+    // Given up by rebalancing: the epoch still to be released (0: none).
+    std::uint64_t release_epoch = 0;
+    bool release_txn = false;
+    bool release_retry = false;  // a retry of release_step is armed
+    // By the latest announcement, a live node over its fair share holds this
+    // shard among those it gives up: probed every tick, not once per lease.
+    bool contested = false;
+    std::string contested_by;  // that node, while `contested`
   };
   struct Parked {
     PeerId peer = 0;
@@ -284,6 +327,9 @@ class SchedulerNode {
   void on_message(PeerId from, std::string_view bytes);
   void leadership_step(std::uint32_t shard);
   void lose_leadership(std::uint32_t shard, std::string_view reason);
+  void announce();
+  void rebalance();
+  void release_step(std::uint32_t shard);
   void run_dispatch(std::uint32_t shard);
   void wake_for_due(std::uint32_t shard, absl::Duration in);
   void run_reap(std::uint32_t shard);
@@ -360,6 +406,17 @@ class SchedulerNode {
   std::map<std::uint64_t, Parked> parked_;  // by arrival order
   bool clock_skewed_ = false;
   bool clock_probe_txn_ = false;
+  // Membership (see "Membership and rebalancing").
+  bool leaving_ = false;
+  bool depart_txn_ = false;
+  std::function<void()> leave_done_;  // until the departure is written
+  void finish_leave();
+  bool announce_txn_ = false;
+  bool announced_ = false;  // a first announcement committed
+  absl::Time announce_at_ = absl::InfinitePast();
+  std::uint32_t live_nodes_ = 0;
+  // Acquisitions this tick may still start (fair share less held shards).
+  std::uint32_t acquire_budget_ = 0;
   NodeHealth health_;
   std::set<std::string> undecodable_keys_;  // recorded already
 };

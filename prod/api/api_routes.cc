@@ -595,6 +595,20 @@ void ApiRoutes::cluster(Reply reply) {
       }
       shards.emplace_back(std::move(s));
     }
+    json::array nodes;
+    std::uint32_t live_nodes = 0;
+    for (const NodeRecord& n : view->nodes) {
+      const bool live = n.expiry > view->now;
+      live_nodes += live ? 1 : 0;
+      json::object o;
+      o["id"] = n.id;
+      o["liveness"] = live ? "live" : "expired";
+      o["started"] = format_rfc3339_utc(n.started);
+      o["lease_expiry"] = format_rfc3339_utc(n.expiry);
+      o["expires_in"] =
+          live ? json::value(format_duration(n.expiry - view->now)) : json::value(nullptr);
+      nodes.emplace_back(std::move(o));
+    }
     json::array leads;
     for (std::uint32_t i = 0; i < node_.config().shard_count; ++i)
       if (node_.leads(i)) leads.emplace_back(i);
@@ -607,6 +621,8 @@ void ApiRoutes::cluster(Reply reply) {
     json::object body;
     body["shard_count"] = view->shard_count;
     body["store_now"] = format_rfc3339_utc(view->now);
+    body["live_nodes"] = live_nodes;
+    body["nodes"] = std::move(nodes);
     body["shards"] = std::move(shards);
     body["node"] = std::move(self);
     reply(json_response(200, body));

@@ -24,7 +24,10 @@
 // --drain-timeout (then the local attempts are stopped: SIGTERM, SIGKILL
 // after the grace; each reports kStopped, which hands its run back, and is
 // retried later with a higher fencing token), or at once on a second
-// signal: the remote listener closes (remote workers' leases lapse unless
+// signal: the API stops; the node leaves (unless a second signal came):
+// it releases the shards it leads and withdraws its node record, so other
+// nodes on the store lead them at once (bounded by kLeaveBound, 5 s); the
+// remote listener closes (remote workers' leases lapse unless
 // they reach another node), the workers stop (terminating whatever still
 // runs), then the node; the store finishes every queued transaction durably
 // while the node object still exists (queued bodies refer to it), the log is
@@ -83,6 +86,9 @@ constexpr std::string_view kHealthKey{"\x00kairos.server_health", 21};
 constexpr std::string_view kDemoJobId = "demo-hello";
 constexpr std::string_view kDemoScript =
     "echo \"hello from kairos: key=$KAIROS_IDEMPOTENCY_KEY token=$KAIROS_FENCING_TOKEN\"";
+
+// How long a stopping server waits for its graceful leave (Server::leave).
+constexpr absl::Duration kLeaveBound = absl::Seconds(5);
 
 std::string default_node_id() {
   char host[256] = {};
@@ -211,6 +217,25 @@ struct Server {
 
   void note(std::string_view kind, std::vector<EventField> fields = {}) {
     cli::note(log, clock, kind, std::move(fields));
+  }
+
+  // The node's graceful leave (SchedulerNode::leave) on the loop, bounded:
+  // its shards are released and its node record withdrawn, so the other
+  // nodes on the store (or a replacement) lead them at once rather than
+  // after a leader lease. Returns whether it completed within `bound` (an
+  // unreachable store cannot hold the shutdown up).
+  bool leave(absl::Duration bound) {
+    if (!node || !node->running() || node->leaving()) return false;
+    bool left = false;
+    io.restart();
+    node->leave([this, &left] {
+      left = true;
+      io.stop();
+    });
+    const TimerId timer = timers.after(bound, [this] { io.stop(); });
+    if (!left) io.run();
+    timers.cancel(timer);
+    return left;
   }
 
   // Stops the workers and their jobs, then the node; waits (bounded) for the
@@ -463,6 +488,14 @@ int server_command(int argc, char** argv) {
   server.note("server.stopping", {{"signal", drain.signal_name()}, {"drain", drain.outcome()}});
   drain.cancel();
   (*api)->stop();  // no request reaches the node from here on
+  if (drain.outcome() != "interrupted") {
+    const bool left = server.leave(kLeaveBound);
+    std::fputs(left
+                   ? "kairos server: left: shards released, node record withdrawn\n"
+                   : "kairos server: leave not completed in time: the leases lapse by themselves\n",
+               stderr);
+    server.note("server.left", {{"completed", std::string(left ? "yes" : "no")}});
+  }
   server.shutdown(kill_grace);
   work.reset();
   server.note("server.stopped");

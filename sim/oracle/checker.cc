@@ -479,6 +479,30 @@ void reads_see_acknowledged_writes(const History& h, const Replay&, Findings& ou
   }
 }
 
+// C1: leadership spreads within three leader leases of a membership change
+// or a fault (a sample is judged only when neither is that recent).
+void leadership_balanced(const History& h, const Replay&, Findings& out) {
+  if (h.balance == nullptr || h.shard_count == 0) return;
+  const absl::Duration grace = 3 * h.leader_ttl;
+  for (const BalanceSample& s : *h.balance) {
+    if (s.live == 0 || s.at - s.since < grace) continue;
+    const std::uint32_t fair = (h.shard_count + s.live - 1) / s.live;
+    if (s.leads <= fair) continue;
+    bool quiet = true;
+    if (h.faults != nullptr)
+      for (const FaultWindow& w : *h.faults)
+        if (w.from <= s.at && w.to + grace >= s.at) quiet = false;
+    if (!quiet) continue;
+    out.add({"",
+             "",
+             s.node,
+             absl::StrCat(s.node, " leads ", s.leads, " of ", h.shard_count, " shards at ",
+                          time_text(s.at), " with ", s.live, " live schedulers (fair share ", fair,
+                          ") since ", time_text(s.since)),
+             {}});
+  }
+}
+
 constexpr RuleEntry kRules[] = {
     {inv::kOccurrencesComplete, occurrences_complete},
     {inv::kEffectPerSuccess, effect_per_success},
@@ -514,6 +538,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
+    {inv::kLeadershipBalanced, leadership_balanced},
     {inv::kReadsSeeAcknowledgedWrites, reads_see_acknowledged_writes},
     {inv::kInputsWithinDocumentedLimits, inputs_within_documented_limits},
     {inv::kQueriesMatchTheModel, queries_match_the_model},

@@ -307,6 +307,19 @@ struct FaultWindow {
   std::string what;
 };
 
+// A probe of shard leadership (sim/world/cluster.cc, once a second) that
+// found a live scheduler leading more than ceil(shards / live) shards: the
+// candidates the leadership-balanced rule judges. `live` counts the
+// schedulers up, not paused, running and with a sane clock; `since` is when
+// that set last changed.
+struct BalanceSample {
+  absl::Time at;  // true time
+  absl::Time since;
+  std::uint32_t live = 0;
+  std::uint32_t leads = 0;  // the most shards one live scheduler led
+  std::string node;         // that scheduler
+};
+
 // The timeliness bounds (docs/SIMULATION.md, "Bounds"), computed from the
 // scenario's configuration.
 struct Bounds {
@@ -366,6 +379,10 @@ struct History {
   // run hit (how often each).
   const std::vector<Expectation>* expectations = nullptr;
   const std::map<std::string, std::uint64_t, std::less<>>* marks = nullptr;
+  // Leadership balance (null: not probed); the shard count and leader lease.
+  const std::vector<BalanceSample>* balance = nullptr;
+  std::uint32_t shard_count = 0;
+  absl::Duration leader_ttl = absl::ZeroDuration();
 };
 
 }  // namespace kairos::sim

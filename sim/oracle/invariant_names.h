@@ -56,6 +56,8 @@ inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expi
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
 inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
+// Cluster membership (docs/SIMULATION.md, "Cluster membership and rebalancing").
+inline constexpr std::string_view kLeadershipBalanced = "leadership-balanced";
 // The client's reads (sim/scenario/workload.h, "Reads").
 inline constexpr std::string_view kReadsSeeAcknowledgedWrites = "reads-see-acknowledged-writes";
 // The client's boundary inputs and queries (sim/oracle/query_checks.cc).
@@ -151,6 +153,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeaseLossStopsExecution,
                   "(T7) an attempt executes no more once its worker handled a refused renewal or "
                   "recorded its lease lost, its deadline passed or its timeout"},
+    InvariantInfo{inv::kLeadershipBalanced,
+                  "(C1) three leader leases after the live schedulers last changed (and after "
+                  "every fault), no live scheduler leads more than ceil(shards / live) shards"},
     InvariantInfo{inv::kReadsSeeAcknowledgedWrites,
                   "(R1) a read through the job API sees every write acknowledged before it was "
                   "sent, and a listing, ledger or runs answer holds nothing twice"},

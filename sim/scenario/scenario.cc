@@ -40,6 +40,7 @@ constexpr FaultName kFaultNames[] = {
     {FaultKind::kSinkFaults, "sink-faults"},
     {FaultKind::kFleetRestart, "fleet-restart"},
     {FaultKind::kCorruptRecord, "corrupt-record"},
+    {FaultKind::kLeave, "leave"},
 };
 
 // One line split into words; quoted values keep their spaces.
@@ -955,6 +956,8 @@ absl::Status parse_swarm(ParseState& p) {
       return a.err(absl::StrCat("kinds: unknown fault kind \"", k, "\""));
     if (fk == FaultKind::kCorruptRecord)
       return a.err("kinds: corrupt-record names its job: use a fault line");
+    if (fk == FaultKind::kLeave)
+      return a.err("kinds: leave is a planned stop, not a swarm fault: use a fault line");
     rf.kinds.push_back(fk);
   }
   return absl::OkStatus();

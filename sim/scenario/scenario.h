@@ -182,6 +182,10 @@ enum class FaultKind : std::uint8_t {
   // flipped, as a bad disk or a foreign writer would); never healed. Named
   // scenarios only: not in kAllFaultKinds (the swarm mix), not a swarm kind.
   kCorruptRecord,
+  // A scheduler stops gracefully: it leaves (SchedulerNode::leave: releases
+  // its shards, withdraws its node record), then its process stops;
+  // restarts after `length` (0: never). Named scenarios only, as above.
+  kLeave,
 };
 std::string_view to_string(FaultKind kind);
 bool parse_fault_kind(std::string_view text, FaultKind* out);

@@ -177,6 +177,7 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
         scenario_, bugs_});
   }
   configured_clocks_.assign(world_.node_count(), ClockSpec{});
+  drift_faults_.assign(world_.node_count(), 0);
   for (const auto& c : scenario.clocks) {
     const NodeId id = resolve(c.node);
     if (id == kWorldNode) continue;
@@ -327,6 +328,12 @@ void Cluster::on_event(const Event& e) {
   } else if (k == event_kinds::kLeaderAcquired) {
     const std::string previous = field("previous");
     if (!previous.empty() && previous != field("node")) world_.mark("kernel.leader-failover");
+  } else if (k == event_kinds::kLeaderReleased) {
+    world_.mark("kernel.leader-released");
+  } else if (k == event_kinds::kNodeDeparted) {
+    world_.mark("kernel.node-departed");
+  } else if (k == event_kinds::kLeaderLost && field("reason").rfind("rebalance", 0) == 0) {
+    world_.mark("kernel.leader-rebalanced");
   } else if (k == event_kinds::kRunReleased) {
     world_.mark("kernel.run-released");
   } else if (k == event_kinds::kRunCancelled) {
@@ -513,14 +520,21 @@ void Cluster::apply(const FaultSpec& f) {
       nodes_[n]->clock->jump(f.amount);
       break;
     case FaultKind::kClockDrift: {
-      const std::int64_t before = nodes_[n]->clock->drift_ppm();
       // Until the heal at the latest (it restores the configured drift).
       time_fault(
           n, len > absl::ZeroDuration() ? len : world_.start() + scenario_.duration - world_.now(),
           "clock-drift");
       nodes_[n]->clock->set_drift_ppm(f.drift_ppm);
+      // The latest drift fault sets the rate; its end restores the configured
+      // one. (Restoring the rate found at its start would, when two drift
+      // faults overlap, bring the first one's rate back after both windows
+      // ended: a drift outside every fault window the checker excuses.)
+      const std::uint64_t mine = ++drift_faults_[n];
       if (len > absl::ZeroDuration())
-        later(len, [this, n, before] { nodes_[n]->clock->set_drift_ppm(before); });
+        later(len, [this, n, mine] {
+          if (drift_faults_[n] == mine)
+            nodes_[n]->clock->set_drift_ppm(configured_clocks_[n].drift_ppm);
+        });
       break;
     }
     case FaultKind::kSinkFaults: {
@@ -539,6 +553,19 @@ void Cluster::apply(const FaultSpec& f) {
         world_.note(kWorldNode, absl::StrCat("no record of job ", f.job, " to corrupt"));
       }
       break;
+    case FaultKind::kLeave: {
+      NodeProcess* p = nodes_[n]->process.get();
+      SchedulerNode* node = p != nullptr ? p->scheduler() : nullptr;
+      if (node == nullptr || !world_.is_up(n) || node->leaving()) break;
+      // The process stops once its leave is written (or gave up), as a
+      // server's shutdown does after its drain.
+      node->leave([this, n, len] {
+        world_.note(kWorldNode, absl::StrCat(world_.node(n).name, " left; stopping"));
+        crash_node(n);
+        if (len > absl::ZeroDuration()) restart_later(n, len);
+      });
+      break;
+    }
     case FaultKind::kFleetRestart: {
       std::vector<NodeId> all = schedulers_;
       all.insert(all.end(), workers_.begin(), workers_.end());
@@ -619,7 +646,40 @@ History Cluster::history() const {
   h.rpc_timeout = lease.rpc_timeout;
   h.expectations = &scenario_.expectations;
   h.marks = &world_.marks();
+  h.balance = &balance_;
+  h.shard_count = scenario_.topology.shards;
+  h.leader_ttl = lease_config(scenario_.timing).leader_ttl;
   return h;
+}
+
+void Cluster::probe_balance() {
+  std::vector<NodeId> live;
+  BalanceSample s;
+  s.at = world_.now();
+  for (NodeId id : schedulers_) {
+    const Node& n = *nodes_[id];
+    if (!world_.is_up(id) || world_.is_paused(id) || !n.process) continue;
+    const SchedulerNode* node = n.process->scheduler();
+    if (node == nullptr || !node->running() || !node->clock_sane()) continue;
+    live.push_back(id);
+    std::uint32_t leads = 0;
+    for (std::uint32_t shard = 0; shard < scenario_.topology.shards; ++shard)
+      leads += node->leads(shard) ? 1 : 0;
+    if (leads > s.leads) {
+      s.leads = leads;
+      s.node = world_.node(id).name;
+    }
+  }
+  if (live != balance_live_) {
+    balance_live_ = live;
+    balance_since_ = world_.now();
+  }
+  s.since = balance_since_;
+  s.live = static_cast<std::uint32_t>(live.size());
+  if (s.live > 0 && s.leads > (scenario_.topology.shards + s.live - 1) / s.live)
+    balance_.push_back(std::move(s));
+  world_.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0,
+                        [this] { probe_balance(); });
 }
 
 RunSummary Cluster::run() {
@@ -637,6 +697,9 @@ RunSummary Cluster::run() {
   for (NodeId s : schedulers_) start_process(s);
   for (NodeId w : workers_) start_process(w);
   schedule_faults();
+  balance_since_ = world_.start();
+  world_.schedule_after(absl::Seconds(1), EventKind::kWorld, kWorldNode, 0,
+                        [this] { probe_balance(); });
   world_.schedule_at(world_.start() + active, EventKind::kFault, kWorldNode, 0,
                      [this] { heal_everything(); });
   world_.run_until(world_.start() + scenario_.duration);

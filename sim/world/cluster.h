@@ -181,11 +181,19 @@ class Cluster {
   std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
   std::vector<NodeWindow> time_faults_;
   std::vector<LeaseRefusal> refusals_;  // renewal refusals the workers handled
+  // Leadership balance, probed once a second (the leadership-balanced rule).
+  void probe_balance();
+  std::vector<BalanceSample> balance_;
+  std::vector<NodeId> balance_live_;
+  absl::Time balance_since_;
   void on_execution(NodeId worker, RunHandle handle, const RunRequest& request, bool started);
   void time_fault(NodeId node, absl::Duration length, std::string what);
   std::vector<absl::Time> paused_until_;      // by NodeId: end of the last pause
   std::vector<ClockSpec> configured_clocks_;  // by NodeId: the scenario's clock lines
-  absl::Duration starvation_bound_;           // the kernel's, from the scheduler config
+  // By NodeId: clock-drift faults applied so far. A drift fault's undo
+  // restores the configured rate only while it is still the latest one.
+  std::vector<std::uint64_t> drift_faults_;
+  absl::Duration starvation_bound_;  // the kernel's, from the scheduler config
   ProcessFactory scheduler_factory_;
   ProcessFactory worker_factory_;
   std::uint64_t faults_applied_ = 0;

@@ -81,6 +81,9 @@ FaultSpec draw_fault(const Scenario& s, Random& r, FaultKind kind, absl::Duratio
     case FaultKind::kCorruptRecord:
       KAIROS_CHECK_MSG(false, "corrupt-record is never drawn (not a swarm kind)");
       break;
+    case FaultKind::kLeave:
+      KAIROS_CHECK_MSG(false, "leave is never drawn (not a swarm kind)");
+      break;
   }
   return f;
 }

@@ -71,9 +71,9 @@ class CrashPoints {
 
 // The planted bugs the checker must catch within 50 swarm seeds
 // (tests/sim/oracle/planted_bugs_test.cc, scripts/sim-ci.sh): the seven safety
-// bugs and the three policy bugs -- every bug of
+// bugs, the three policy bugs and the rebalancing bug -- every bug of
 // core/kernel/planted_bugs.h. `invariant` names the invariant written for it; for
-// the safety bugs several invariants may fire first, so it is empty.
+// the first seven several invariants may fire first, so it is empty.
 struct PlantedBugCheck {
   std::string_view bug;
   std::string_view invariant;
@@ -87,7 +87,8 @@ inline constexpr PlantedBugCheck kCaughtBugs[] = {{"ignore-fencing", ""},
                                                   {"unknown-as-failure", ""},
                                                   {"unbounded-catch-up", "catch-up-bounded"},
                                                   {"overlap-ignored", "overlap-respected"},
-                                                  {"retry-without-backoff", "retry-backoff"}};
+                                                  {"retry-without-backoff", "retry-backoff"},
+                                                  {"handover-keeps-epoch", "epochs-increase"}};
 
 // The base of `kairos-sim --swarm` without --scenario: 30 minutes of
 // interval, cron (in a DST zone) and one-off jobs under every job policy

@@ -54,6 +54,12 @@ inline constexpr std::string_view kRequiredMarks[] = {
 // Marks that are reported but not required of a batch (besides `fault.KIND`,
 // one per applied fault kind).
 inline constexpr std::string_view kOtherMarks[] = {
+    // Rebalancing: a node gave a shard up to spread leadership (leader.lost
+    // "rebalance"), and released its record so another acquires at once.
+    "kernel.leader-rebalanced",
+    "kernel.leader-released",
+    // A scheduler left gracefully (fault leave): its node record withdrawn.
+    "kernel.node-departed",
     "kernel.stale-renewal-rejected",
     "kernel.run-released",
     "worker.lease-lost",

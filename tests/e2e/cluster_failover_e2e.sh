@@ -9,8 +9,12 @@
 # 2 x the leader lease (the time is measured and printed); every job
 # succeeds and the sink holds exactly one effect per job (none lost, none
 # twice, whatever attempt the kill cut off); the killed node, restarted on
-# its data directory, is ready again; SIGTERM stops every node with exit 0.
-# Real time with generous bounds; every wait polls a condition.
+# its data directory, is ready again and leadership rebalances (three live
+# nodes, none leading more than ceil(shards / 3)) within 3 x the leader
+# lease; a node stopped with SIGTERM leaves gracefully (releases its shards,
+# withdraws its node record), so the other two lead every shard sooner than
+# one leader lease, with no lapse to wait out; SIGTERM stops every node
+# with exit 0. Real time with generous bounds; every wait polls a condition.
 KAIROS="$1"
 SINK="$2"
 source "$(dirname "$0")/e2e_lib.sh"
@@ -53,9 +57,32 @@ within "$took" "$bound" ||
   fail "took ${took}s to lead n$victim's shards $led_by_victim again, over 2 x the leader lease (${bound}s)"
 exactly_once cf "$jobs"
 
-# The killed node rejoins on its data directory and is ready.
+# The killed node rejoins on its data directory, is ready, and gets its
+# share back.
 start_node "$victim" --workers 0
+restarted_at=$(date +%s.%N)
 wait_for 60 node_ready "$victim" || fail "n$victim restarted is not ready within 60 s"
-stop_nodes 1 2 3
-printf 'e2e cluster failover: ok (n%s led shards %s; taken over in %.1f s, bound %d s; %d of %d effects before the kill)\n' \
-  "$victim" "$led_by_victim" "$took" "$bound" "$before" "$jobs"
+wait_for 60 balanced "$api" 3 || fail "leadership not rebalanced over 3 nodes within 60 s: $(cluster "$api")"
+rebalanced=$(seconds_since "$restarted_at")
+within "$rebalanced" $((3 * leader_ttl)) ||
+  fail "took ${rebalanced}s to rebalance after n$victim rejoined, over 3 x the leader lease"
+cluster "$api" | jq -e --arg v "n$victim" '[.shards[] | select(.leader == $v)] | length >= 1' >/dev/null ||
+  fail "the rejoined n$victim leads no shard: $(cluster "$api")"
+
+# A graceful leave: SIGTERM the rejoined node; the other two lead its shards
+# before one leader lease, as nothing of it has to lapse.
+other=$((api % 3 + 1))
+[ "$other" -ne "$victim" ] || other=$((other % 3 + 1))
+kill -TERM "${node_pid[$victim]}"
+left_at=$(date +%s.%N)
+exited_within 60 "${node_pid[$victim]}" || fail "n$victim did not exit after SIGTERM"
+[ "$rc" -eq 0 ] || fail "n$victim: exit $rc after SIGTERM"
+grep -q "left: shards released" "$work/n$victim.log" || fail "n$victim did not leave gracefully: $(tail -5 "$work/n$victim.log")"
+wait_for 60 balanced "$api" 2 || fail "n$victim's shards not taken over after it left: $(cluster "$api")"
+handed=$(seconds_since "$left_at")
+within "$handed" "$leader_ttl" ||
+  fail "took ${handed}s to lead the shards of a node that left gracefully, over one leader lease (${leader_ttl}s)"
+every_shard_led "$other" "$victim" || fail "n$other still sees n$victim leading: $(cluster "$other")"
+stop_nodes "$api" "$other"
+printf 'e2e cluster failover: ok (n%s led shards %s; taken over in %.1f s, bound %d s; %d of %d effects before the kill; rebalanced %.1f s after the rejoin; handed over %.1f s after a graceful leave)\n' \
+  "$victim" "$led_by_victim" "$took" "$bound" "$before" "$jobs" "$rebalanced" "$handed"

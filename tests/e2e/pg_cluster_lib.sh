@@ -76,6 +76,14 @@ every_shard_led() {
   cluster "$1" | jq -e --arg not "n${2:-0}" \
     '[.shards[] | select(.leader == null or .leader == $not)] | length == 0' >/dev/null 2>&1
 }
+# balanced N LIVE: node N's view counts LIVE live nodes, every shard led by
+# one of them, and none leading more than ceil(shards / LIVE).
+balanced() {
+  cluster "$1" | jq -e --argjson live "$2" '
+    (.shards | length) as $n | (($n + $live - 1) / $live | floor) as $fair |
+    .live_nodes == $live and ([.shards[] | select(.leader == null)] | length == 0) and
+    ([.shards[] | .leader] | group_by(.) | map(length) | max) <= $fair' >/dev/null 2>&1
+}
 # node_log_count PATTERN: lines matching PATTERN (grep -E) in every node's log.
 node_log_count() { cat "$work"/n[0-9]*.log | grep -Ec "$1"; }
 

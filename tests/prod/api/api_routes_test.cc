@@ -286,6 +286,41 @@ TEST_F(ApiRoutesTest, ClusterShowsTheLeaders) {
   EXPECT_EQ(a.body.at("node").at("leads").as_array().size(), 2u);
 }
 
+TEST_F(ApiRoutesTest, ClusterListsTheNodesWithTheirLiveness) {
+  Answer a = call("GET", "/v1/cluster");
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body.at("live_nodes").to_number<int>(), 1);
+  const json::array& nodes = a.body.at("nodes").as_array();
+  ASSERT_EQ(nodes.size(), 1u) << a.text;
+  EXPECT_EQ(nodes[0].at("id").as_string(), "n1");
+  EXPECT_EQ(nodes[0].at("liveness").as_string(), "live");
+  EXPECT_FALSE(nodes[0].at("expires_in").is_null());
+  EXPECT_TRUE(nodes[0].at("started").is_string());
+  // The node stops: its record lapses and is shown as expired, not dropped.
+  node.node.stop();
+  world.stepper.run(absl::Seconds(11));
+  NodeWorld::Node& other = world.add_node(test_support::node_config("n2", 2), 8);
+  ApiRoutes other_api(other.node, other.metrics);
+  http::Router other_router = other_api.router();
+  other.node.start();
+  world.stepper.run(absl::Seconds(1));
+  http::Request r;
+  r.method = "GET";
+  r.target = "/v1/cluster";
+  std::optional<http::Response> got;
+  http::route_request(other_router, r, [&](http::Response res) { got = res; });
+  for (int i = 0; i < 100 && !got; ++i) world.stepper.run(absl::Milliseconds(100));
+  ASSERT_TRUE(got.has_value());
+  const json::value body = json::parse(got->body);
+  EXPECT_EQ(body.at("live_nodes").to_number<int>(), 1);
+  const json::array& both = body.at("nodes").as_array();
+  ASSERT_EQ(both.size(), 2u) << got->body;
+  EXPECT_EQ(both[0].at("id").as_string(), "n1");
+  EXPECT_EQ(both[0].at("liveness").as_string(), "expired");
+  EXPECT_TRUE(both[0].at("expires_in").is_null());
+  EXPECT_EQ(both[1].at("liveness").as_string(), "live");
+}
+
 TEST_F(ApiRoutesTest, HealthReadinessMetricsAndUnknownRoutes) {
   EXPECT_EQ(call("GET", "/healthz").status, 200);
   Answer a = call("GET", "/readyz");
