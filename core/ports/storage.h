@@ -132,6 +132,32 @@ class Txn {
                                      std::size_t limit,
                                      Direction direction = Direction::kForward) = 0;
 
+  // Claiming from a queue: up to `limit` entries (limit must be > 0) with
+  // begin <= key < end in ascending key order (empty `end`: no upper bound),
+  // as scan(begin, end, limit) would return them, except that the store may
+  // leave out any key another in-flight transaction has reserved or written
+  // (a concurrent claimer's keys). Every key returned is reserved for this
+  // transaction until it ends: a concurrent scan_claimable may leave it out,
+  // and this transaction's erase or put of it does not wait for, or lose to,
+  // another claimer of it. The answer is a subsequence of scan's answer
+  // (present in this transaction's view, own writes included, with their
+  // values; this transaction's own reserved keys are never left out), so:
+  //   - a left-out key is not proof of absence, and a short answer does not
+  //     mean the range holds fewer than `limit` entries;
+  //   - the first key returned need not be the range's first.
+  // Use it only for queue-like ranges where taking any ready entry in place
+  // of another is acceptable, never to decide that something does not exist.
+  // It does not weaken isolation: the transaction stays serializable and may
+  // still end kConflict (its writes to what it claimed are what fence the
+  // claim), to be retried as ever. Returned keys stay reserved even if the
+  // body does not write them. In a read-only transaction, and in every store
+  // without a cheaper way, it is exactly scan(begin, end, limit): correct
+  // under serializable isolation, only with more conflicts among claimers.
+  virtual std::vector<KeyValue> scan_claimable(std::string_view begin, std::string_view end,
+                                               std::size_t limit) {
+    return scan(begin, end, limit, Direction::kForward);
+  }
+
   // Sets `key` to `value`, replacing any previous value.
   virtual void put(std::string_view key, std::string_view value) = 0;
 
