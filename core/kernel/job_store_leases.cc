@@ -229,7 +229,9 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       const std::size_t want = args.max_runs - out->grants.size();
       if (want == 0) break;
       const keys::Range range = keys::ready_until(shard, bands[b], now);
-      for (const auto& kv : txn.scan(range.begin, range.end, scan_limit(want))) {
+      // Any ready run of the band will do (FIFO is the store's best effort):
+      // a store may pass over entries a concurrent claim holds.
+      for (const auto& kv : txn.scan_claimable(range.begin, range.end, scan_limit(want))) {
         if (out->grants.size() >= args.max_runs || (filtered && skip_left == 0)) break;
         KAIROS_RETURN_IF_ERROR(take(kv.key));
       }

@@ -132,6 +132,34 @@ class Txn {
                                      std::size_t limit,
                                      Direction direction = Direction::kForward) = 0;
 
+  // Claiming from a queue: up to `limit` entries (limit must be > 0) with
+  // begin <= key < end in ascending key order (empty `end`: no upper bound),
+  // as scan(begin, end, limit) would return them, except that the store may
+  // leave out any key another in-flight transaction has reserved or written
+  // (a concurrent claimer's keys). The answer is a subsequence of scan's
+  // answer: present in this transaction's view, own writes included, with
+  // their values; this transaction's own reserved keys are never left out.
+  // So:
+  //   - a left-out key is not proof of absence, and a short answer does not
+  //     mean the range holds fewer than `limit` entries;
+  //   - the first key returned need not be the range's first.
+  // Use it only for queue-like ranges where taking any ready entry in place
+  // of another is acceptable, never to decide that something does not exist.
+  // A store that overrides it reserves every key it returns until this
+  // transaction ends, so concurrent claimers get disjoint keys and one's
+  // erase or put of its keys does not wait for, or lose to, another claimer
+  // of them (returned keys stay reserved even if the body does not write
+  // them). Either way isolation is not weakened: the transaction stays
+  // serializable, its writes to what it claimed are what fence the claim,
+  // and it may still end kConflict, to be retried as ever. The default, and
+  // the answer in a read-only transaction, is exactly scan(begin, end,
+  // limit): correct under serializable isolation, with concurrent claimers
+  // of the same entries meeting at their writes, where all but one conflict.
+  virtual std::vector<KeyValue> scan_claimable(std::string_view begin, std::string_view end,
+                                               std::size_t limit) {
+    return scan(begin, end, limit, Direction::kForward);
+  }
+
   // Sets `key` to `value`, replacing any previous value.
   virtual void put(std::string_view key, std::string_view value) = 0;
 

@@ -361,6 +361,16 @@ class Connection {
          absl::StrCat("SELECT key, value FROM ", t,
                       " WHERE key >= $1 AND key < $2 ORDER BY key DESC LIMIT $3"),
          3},
+        // Claims (Txn::scan_claimable): the forward scan, locking each row it
+        // returns and passing over rows another transaction holds.
+        {"claim_f",
+         absl::StrCat("SELECT key, value FROM ", t,
+                      " WHERE key >= $1 ORDER BY key LIMIT $2 FOR UPDATE SKIP LOCKED"),
+         2},
+        {"claim_fe",
+         absl::StrCat("SELECT key, value FROM ", t,
+                      " WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3 FOR UPDATE SKIP LOCKED"),
+         3},
         {"put",
          absl::StrCat("INSERT INTO ", t,
                       " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = "
@@ -476,7 +486,8 @@ struct BodyInterrupted {};
 template <typename Conn>
 class PgTxn final : public Txn {
  public:
-  PgTxn(Conn& conn, absl::Time now, TxnMode mode) : conn_(conn), now_(now), mode_(mode) {}
+  PgTxn(Conn& conn, absl::Time now, TxnMode mode, bool skip_locked)
+      : conn_(conn), now_(now), mode_(mode), skip_locked_(skip_locked) {}
 
   absl::Time now() const override { return now_; }
 
@@ -494,31 +505,23 @@ class PgTxn final : public Txn {
 
   std::vector<KeyValue> scan(std::string_view begin, std::string_view end, std::size_t limit,
                              Direction direction) override {
-    KAIROS_CHECK(limit > 0);
-    std::vector<KeyValue> out;
-    interrupt_if_doomed();
-    if (!end.empty() && end <= begin) return out;
-    const std::string lim = std::to_string(limit);
     const bool rev = direction == Direction::kReverse;
-    Result r;
-    if (end.empty()) {
-      const char* v[] = {param(begin), lim.c_str()};
-      const int l[] = {static_cast<int>(begin.size()), 0};
-      const int f[] = {1, 0};
-      r = conn_.exec_prepared(rev ? "scan_r" : "scan_f", 2, v, l, f, &failure_);
-    } else {
-      const char* v[] = {param(begin), param(end), lim.c_str()};
-      const int l[] = {static_cast<int>(begin.size()), static_cast<int>(end.size()), 0};
-      const int f[] = {1, 1, 0};
-      r = conn_.exec_prepared(rev ? "scan_re" : "scan_fe", 3, v, l, f, &failure_);
-    }
-    interrupt_if_doomed();
-    const int n = PQntuples(r.get());
-    out.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i)
-      out.push_back({std::string(PQgetvalue(r.get(), i, 0), PQgetlength(r.get(), i, 0)),
-                     std::string(PQgetvalue(r.get(), i, 1), PQgetlength(r.get(), i, 1))});
-    return out;
+    return select_range(rev ? "scan_r" : "scan_f", rev ? "scan_re" : "scan_fe", begin, end, limit);
+  }
+
+  // FOR UPDATE SKIP LOCKED over the key index. Safe under SERIALIZABLE: the
+  // rows returned are locked by this transaction (a concurrent claimer passes
+  // over them instead of queueing behind the lock and then failing), a row
+  // another transaction changed and committed since this snapshot is not
+  // skipped but fails the statement with 40001 (kConflict), and the SSI
+  // checks still see every read and write, so a non-serializable interleaving
+  // still ends in kConflict. Read-only transactions cannot lock rows: there
+  // it is the plain scan, as the contract allows.
+  std::vector<KeyValue> scan_claimable(std::string_view begin, std::string_view end,
+                                       std::size_t limit) override {
+    if (mode_ == TxnMode::kReadOnly || !skip_locked_)
+      return scan(begin, end, limit, Direction::kForward);
+    return select_range("claim_f", "claim_fe", begin, end, limit);
   }
 
   void put(std::string_view key, std::string_view value) override {
@@ -559,6 +562,37 @@ class PgTxn final : public Txn {
   const Failure& failure() const { return failure_; }
 
  private:
+  // One range SELECT (statement `unbounded` or, with an upper bound,
+  // `bounded`), its rows in the order the statement gives.
+  std::vector<KeyValue> select_range(const char* unbounded, const char* bounded,
+                                     std::string_view begin, std::string_view end,
+                                     std::size_t limit) {
+    KAIROS_CHECK(limit > 0);
+    std::vector<KeyValue> out;
+    interrupt_if_doomed();
+    if (!end.empty() && end <= begin) return out;
+    const std::string lim = std::to_string(limit);
+    Result r;
+    if (end.empty()) {
+      const char* v[] = {param(begin), lim.c_str()};
+      const int l[] = {static_cast<int>(begin.size()), 0};
+      const int f[] = {1, 0};
+      r = conn_.exec_prepared(unbounded, 2, v, l, f, &failure_);
+    } else {
+      const char* v[] = {param(begin), param(end), lim.c_str()};
+      const int l[] = {static_cast<int>(begin.size()), static_cast<int>(end.size()), 0};
+      const int f[] = {1, 1, 0};
+      r = conn_.exec_prepared(bounded, 3, v, l, f, &failure_);
+    }
+    interrupt_if_doomed();
+    const int n = PQntuples(r.get());
+    out.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i)
+      out.push_back({std::string(PQgetvalue(r.get(), i, 0), PQgetlength(r.get(), i, 0)),
+                     std::string(PQgetvalue(r.get(), i, 1), PQgetlength(r.get(), i, 1))});
+    return out;
+  }
+
   void check_write() const {
     KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
   }
@@ -569,6 +603,7 @@ class PgTxn final : public Txn {
   Conn& conn_;
   absl::Time now_;
   TxnMode mode_;
+  bool skip_locked_;
   Failure failure_;
 };
 
@@ -636,7 +671,7 @@ TxnResult run_transaction(Connection& conn, const PostgresOptions& options, cons
     }
     now = *t;
   }
-  PgTxn<Connection> txn(conn, now, mode);
+  PgTxn<Connection> txn(conn, now, mode, options.skip_locked_claims);
   absl::Status status;
   try {
     status = body(txn);

@@ -41,6 +41,18 @@
 //   nothing, later writes are dropped) and decides the outcome as above,
 //   whatever the body returns.
 //
+// Claims. With PostgresOptions::skip_locked_claims, Txn::scan_claimable is
+// SELECT ... ORDER BY key LIMIT n FOR UPDATE SKIP LOCKED over the key index,
+// still inside the SERIALIZABLE transaction: the rows returned are locked, so
+// concurrent claimers take disjoint rows instead of all reading the same head
+// of the queue and all but one failing at their writes. A row changed and
+// committed by another transaction since this one's snapshot fails the
+// statement with 40001 (kConflict) rather than being skipped or returned
+// stale, and serializable checking still covers every read and write (the
+// rows passed over included), so claims still conflict and are retried.
+// Measured, that costs as much as it saves, hence off by default: the plain
+// scan, which is equally correct.
+//
 // Read-only transactions run as SERIALIZABLE READ ONLY (not DEFERRABLE, so
 // they never wait for a safe snapshot): under snapshot isolation alone
 // (REPEATABLE READ) a read-only transaction can observe a state no serial
@@ -107,6 +119,13 @@ struct PostgresOptions {
   absl::Duration statement_timeout = absl::Seconds(10);  // server side, per statement
   absl::Duration reconnect_min = absl::Milliseconds(50);
   absl::Duration reconnect_max = absl::Seconds(5);
+  // Txn::scan_claimable as SELECT ... FOR UPDATE SKIP LOCKED (concurrent
+  // claimers take disjoint rows) instead of the plain scan, the generic path
+  // every store has. Off by default: under SERIALIZABLE the rows a claim
+  // passes over still count as read, so claimers conflict as often or more
+  // (docs/PERFORMANCE.md, "PostgreSQL claim (SKIP LOCKED)"); tests and the
+  // benchmark compare the two.
+  bool skip_locked_claims = false;
   // Tests only: Txn::now() from this clock instead of the database's.
   const Clock* clock = nullptr;
   // Tests only: called on the store thread just before a read-write COMMIT

@@ -112,9 +112,10 @@ class LmdbHarness final : public StoreHarness {
 
 class PostgresHarness final : public StoreHarness {
  public:
-  PostgresHarness(const std::string& conninfo, int kill_every)
-      : schema_(conninfo), kill_every_(kill_every) {
+  PostgresHarness(const std::string& conninfo, int kill_every, bool skip_locked_claims)
+      : schema_(conninfo), kill_every_(kill_every), skip_locked_claims_(skip_locked_claims) {
     PostgresOptions options = schema_.options();
+    options.skip_locked_claims = skip_locked_claims;
     auto migrated = PostgresStorage::Migrate(options, false);
     KAIROS_CHECK_MSG(migrated.ok(), migrated.status().ToString().c_str());
     options.clock = &clock_;  // the suite sets the store's clock
@@ -131,7 +132,8 @@ class PostgresHarness final : public StoreHarness {
     io_.poll();
   }
   std::string name() const override {
-    return kill_every_ > 0 ? "postgres-killed-commits" : "postgres";
+    if (kill_every_ > 0) return "postgres-killed-commits";
+    return skip_locked_claims_ ? "postgres" : "postgres-generic-claims";
   }
   Storage& store() override { return *store_; }
   ManualClock& clock() override { return clock_; }
@@ -144,6 +146,7 @@ class PostgresHarness final : public StoreHarness {
  private:
   PgTestSchema schema_;
   int kill_every_;
+  bool skip_locked_claims_;
   std::atomic<int> commits_{0};
   ManualClock clock_{absl::FromUnixSeconds(1'700'000'000)};
   boost::asio::io_context io_;
@@ -204,10 +207,10 @@ std::unique_ptr<StoreHarness> make_memory_deferred_harness() {
   return std::make_unique<MemoryHarness>(true);
 }
 std::unique_ptr<StoreHarness> make_lmdb_harness() { return std::make_unique<LmdbHarness>(); }
-std::unique_ptr<StoreHarness> make_postgres_harness(int kill_every) {
+std::unique_ptr<StoreHarness> make_postgres_harness(int kill_every, bool skip_locked_claims) {
   const std::optional<std::string> conninfo = test_pg_conninfo();
   if (!conninfo) return nullptr;
-  return std::make_unique<PostgresHarness>(*conninfo, kill_every);
+  return std::make_unique<PostgresHarness>(*conninfo, kill_every, skip_locked_claims);
 }
 std::unique_ptr<StoreHarness> make_faulty_harness(std::unique_ptr<StoreHarness> inner,
                                                   std::uint64_t seed) {

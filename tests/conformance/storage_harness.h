@@ -49,8 +49,10 @@ std::unique_ptr<StoreHarness> make_lmdb_harness();
 // on an io_context; nullptr when KAIROS_TEST_PG is unset (tests then skip).
 // With `kill_every` > 0, every kill_every-th read-write COMMIT finds its
 // backend terminated (pg_terminate_backend), so it ends kUnknown (not
-// applied) through the adapter's real connection-loss path.
-std::unique_ptr<StoreHarness> make_postgres_harness(int kill_every = 0);
+// applied) through the adapter's real connection-loss path. With
+// `skip_locked_claims` false, Txn::scan_claimable is the generic plain scan.
+std::unique_ptr<StoreHarness> make_postgres_harness(int kill_every = 0,
+                                                    bool skip_locked_claims = true);
 // `inner` wrapped in FaultyStorage with moderate rates of every fault.
 std::unique_ptr<StoreHarness> make_faulty_harness(std::unique_ptr<StoreHarness> inner,
                                                   std::uint64_t seed);
