@@ -510,6 +510,11 @@ class JobStore {
                                  std::string_view reason, ReleaseResult* out) const;
 
  private:
+  // create() and apply() of a spec already normalized (normalize_spec) and
+  // valid (validate_job_spec): apply_batch validates each spec once.
+  absl::Status create_normalized(Txn& txn, const JobSpec& spec, CreateResult* out) const;
+  absl::Status apply_normalized(Txn& txn, const JobSpec& spec, ControlResult* out,
+                                std::optional<std::uint64_t> expected_generation) const;
   absl::Status leader_gate(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
   // The lapse of a leased run's attempt (the reaper's, and release_abandoned's):
   // withdrawn when its job no longer accepts it, else re-queued at once or

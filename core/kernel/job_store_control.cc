@@ -175,14 +175,20 @@ absl::Status JobStore::apply(Txn& txn, const JobSpec& raw, ControlResult* out,
   *out = {};
   const JobSpec spec = normalize_spec(raw);
   KAIROS_RETURN_IF_ERROR(validate_job_spec(spec));
+  return apply_normalized(txn, spec, out, expected_generation);
+}
+
+absl::Status JobStore::apply_normalized(Txn& txn, const JobSpec& spec, ControlResult* out,
+                                        std::optional<std::uint64_t> expected_generation) const {
+  *out = {};
   KAIROS_ASSIGN_OR_RETURN(auto existing, read<JobRecord>(txn, keys::job(spec.id), decode_job));
   if (!existing || existing->state != JobState::kActive) {
     KAIROS_RETURN_IF_ERROR(check_generation(
         spec.id, expected_generation,
         existing ? std::optional<std::uint64_t>(existing->generation) : std::nullopt));
     CreateResult c;
-    KAIROS_RETURN_IF_ERROR(create(txn, spec, &c));
-    out->job = c.job;
+    KAIROS_RETURN_IF_ERROR(create_normalized(txn, spec, &c));
+    out->job = std::move(c.job);
     out->changed = out->created = c.created;
     out->events = std::move(c.events);
     return absl::OkStatus();
@@ -204,18 +210,26 @@ absl::Status item_error(std::size_t index, const absl::Status& s) {
       [&](absl::string_view url, const absl::Cord& value) { out.SetPayload(url, value); });
   return out;
 }
-}  // namespace
 
-absl::Status validate_batch(const std::vector<JobSpec>& specs,
-                            std::vector<BatchItemError>* errors) {
+// validate_batch(), keeping each spec as normalized when `normalized` is
+// given (then it holds one per spec when the batch is valid).
+absl::Status validate_batch_into(const std::vector<JobSpec>& specs,
+                                 std::vector<BatchItemError>* errors,
+                                 std::vector<JobSpec>* normalized) {
   errors->clear();
   if (specs.empty()) return invalid("jobs", "the batch is empty");
   if (specs.size() > kMaxBatchSize)
     return invalid("jobs",
                    absl::StrCat("at most ", kMaxBatchSize, " jobs per batch, got ", specs.size()));
   std::map<std::string, std::size_t> seen;
+  if (normalized != nullptr) {
+    normalized->clear();
+    normalized->reserve(specs.size());
+  }
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    absl::Status s = validate_job_spec(normalize_spec(specs[i]));
+    JobSpec spec = normalize_spec(specs[i]);
+    absl::Status s = validate_job_spec(spec);
+    if (normalized != nullptr) normalized->push_back(std::move(spec));
     if (s.ok()) {
       auto [it, fresh] = seen.emplace(specs[i].id, i);
       if (!fresh)
@@ -230,15 +244,22 @@ absl::Status validate_batch(const std::vector<JobSpec>& specs,
                                                  " (", errors->size(), " of ", specs.size(),
                                                  " jobs invalid)"));
 }
+}  // namespace
+
+absl::Status validate_batch(const std::vector<JobSpec>& specs,
+                            std::vector<BatchItemError>* errors) {
+  return validate_batch_into(specs, errors, nullptr);
+}
 
 absl::Status JobStore::apply_batch(Txn& txn, const std::vector<JobSpec>& specs,
                                    BatchResult* out) const {
   *out = {};
-  KAIROS_RETURN_IF_ERROR(validate_batch(specs, &out->errors));
+  std::vector<JobSpec> normalized;
+  KAIROS_RETURN_IF_ERROR(validate_batch_into(specs, &out->errors, &normalized));
   out->items.reserve(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
     ControlResult item;
-    if (absl::Status s = apply(txn, specs[i], &item); !s.ok()) {
+    if (absl::Status s = apply_normalized(txn, normalized[i], &item, std::nullopt); !s.ok()) {
       out->items.clear();
       out->events.clear();
       out->errors.push_back({i, s});

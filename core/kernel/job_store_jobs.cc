@@ -184,6 +184,11 @@ absl::Status JobStore::create(Txn& txn, const JobSpec& raw, CreateResult* out) c
   *out = {};
   const JobSpec spec = normalize_spec(raw);
   KAIROS_RETURN_IF_ERROR(validate_job_spec(spec));
+  return create_normalized(txn, spec, out);
+}
+
+absl::Status JobStore::create_normalized(Txn& txn, const JobSpec& spec, CreateResult* out) const {
+  *out = {};
   const absl::Time now = txn.now();
   KAIROS_ASSIGN_OR_RETURN(auto existing, read<JobRecord>(txn, keys::job(spec.id), decode_job));
   if (existing && existing->state == JobState::kActive) {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <boost/json/storage_ptr.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
 #include <string>
@@ -64,8 +65,12 @@ boost::json::object error_body(const absl::Status& status);
 // ---- Decoding -------------------------------------------------------------
 
 // Parses JSON text with the contract's limits; a syntax error names no
-// field and says where the text broke.
-absl::StatusOr<boost::json::value> parse_json(std::string_view text);
+// field and says where the text broke. The value's memory comes from
+// `storage` (default: the heap; a request's arena, e.g. a
+// boost::json::monotonic_resource that outlives the value, saves an
+// allocation per member).
+absl::StatusOr<boost::json::value> parse_json(std::string_view text,
+                                              boost::json::storage_ptr storage = {});
 
 // A job from a request body (see the file comment). An absent "id" stays
 // empty (the node generates one on create); the result is normalised
@@ -81,6 +86,12 @@ boost::json::value merge_patch(boost::json::value target, const boost::json::val
 
 // ---- Encoding -------------------------------------------------------------
 
+// The job as a request body (no "status") or a response (with it), as JSON
+// text appended to `out`: byte for byte serialize(job_spec_to_json(spec)) /
+// serialize(job_to_json(job)), written without building a JSON value (the
+// routes' path for many jobs; the *_to_json() functions parse this text).
+void append_job_spec_json(std::string& out, const JobSpec& spec);
+void append_job_json(std::string& out, const JobRecord& job);
 // The job as a request body (no "status"): what the CLI sends.
 boost::json::object job_spec_to_json(const JobSpec& spec);
 // The job as a response: job_spec_to_json plus "status".
