@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev
   libboost1.81-dev libboost-json1.81-dev
   liblmdb-dev lmdb-utils
+  libmimalloc-dev
   libssl-dev
   libpq-dev postgresql
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev

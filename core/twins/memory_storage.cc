@@ -1,5 +1,6 @@
 #include "core/twins/memory_storage.h"
 
+#include <iterator>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -9,15 +10,15 @@ namespace kairos {
 
 class MemoryTxn final : public Txn {
  public:
-  MemoryTxn(MemoryStorage::Map& data, absl::Time now, TxnMode mode,
+  MemoryTxn(MemoryStorage& store, absl::Time now, TxnMode mode,
             std::vector<MemoryStorage::Undo>& undo)
-      : data_(data), now_(now), mode_(mode), undo_(undo) {}
+      : store_(store), data_(store.data_), now_(now), mode_(mode), undo_(undo) {}
 
   absl::Time now() const override { return now_; }
 
   std::optional<std::string> get(std::string_view key) override {
     check_key_limits(key);
-    auto it = data_.find(key);
+    auto it = store_.find(key);
     if (it == data_.end()) return std::nullopt;
     return it->second;
   }
@@ -46,24 +47,25 @@ class MemoryTxn final : public Txn {
   void put(std::string_view key, std::string_view value) override {
     check_write();
     check_key_limits(key, value);
-    // One tree walk for the undo record and the write.
-    auto it = data_.lower_bound(key);
-    const bool present = it != data_.end() && it->first == key;
-    remember(key, present ? &it->second : nullptr);
-    if (present) {
+    auto it = store_.find(key);
+    if (it != data_.end()) {
+      // The old value moves into the undo record (when this is the key's
+      // first write in the transaction) before the new one replaces it.
+      remember(key, &it->second);
       it->second.assign(value.data(), value.size());
     } else {
-      data_.emplace_hint(it, std::string(key), std::string(value));
+      remember(key, nullptr);
+      store_.insert(key, value);
     }
   }
 
   void erase(std::string_view key) override {
     check_write();
     check_key_limits(key);
-    auto it = data_.find(key);
+    auto it = store_.find(key);
     if (it == data_.end()) return;
     remember(key, &it->second);
-    data_.erase(it);
+    store_.erase(it);
   }
 
   void erase_range(std::string_view begin, std::string_view end) override {
@@ -71,23 +73,43 @@ class MemoryTxn final : public Txn {
     if (!end.empty() && end <= begin) return;
     auto it = data_.lower_bound(begin);
     while (it != data_.end() && (end.empty() || it->first < end)) {
+      auto next = std::next(it);
       remember(it->first, &it->second);
-      it = data_.erase(it);
+      store_.erase(it);
+      it = next;
     }
   }
 
  private:
+  // Below this many undo records a transaction finds its earlier writes by a
+  // linear search; past it, in a hash set (built once from the records).
+  static constexpr std::size_t kLinearTouched = 16;
+
   void check_write() const {
     KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
   }
   // Records the key's value before this transaction's first write to it
-  // (`current`: its value now, null when absent).
-  void remember(std::string_view key, const std::string* current) {
-    if (!touched_.emplace(key).second) return;
-    undo_.push_back(
-        {std::string(key), current ? std::optional<std::string>(*current) : std::nullopt});
+  // (`current`: its value now, null when absent). The value is moved out:
+  // every caller overwrites or erases it next.
+  void remember(std::string_view key, std::string* current) {
+    if (touched(key)) return;
+    undo_.push_back({std::string(key),
+                     current ? std::optional<std::string>(std::move(*current)) : std::nullopt});
+    if (!touched_.empty() || undo_.size() > kLinearTouched) {
+      if (touched_.empty())
+        for (const auto& u : undo_) touched_.emplace(u.key);
+      else
+        touched_.emplace(key);
+    }
+  }
+  bool touched(std::string_view key) const {
+    if (!touched_.empty()) return touched_.contains(absl::string_view(key.data(), key.size()));
+    for (const auto& u : undo_)
+      if (u.key == key) return true;
+    return false;
   }
 
+  MemoryStorage& store_;
   MemoryStorage::Map& data_;
   absl::Time now_;
   TxnMode mode_;
@@ -96,22 +118,44 @@ class MemoryTxn final : public Txn {
   absl::flat_hash_set<std::string> touched_;
 };
 
-void MemoryStorage::roll_back(Map& data, const std::vector<Undo>& undo) {
-  for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
-    if (it->old_value)
-      data.insert_or_assign(it->key, *it->old_value);
-    else
-      data.erase(it->key);
+MemoryStorage::Map::iterator MemoryStorage::find(std::string_view key) const {
+  auto it = index_.find(absl::string_view(key.data(), key.size()));
+  return it == index_.end() ? const_cast<Map&>(data_).end() : it->second;
+}
+
+MemoryStorage::Map::iterator MemoryStorage::insert(std::string_view key, std::string_view value) {
+  auto [it, inserted] = data_.emplace(std::string(key), std::string(value));
+  KAIROS_CHECK(inserted);
+  index_.emplace(absl::string_view(it->first), it);
+  return it;
+}
+
+void MemoryStorage::erase(Map::iterator it) {
+  index_.erase(absl::string_view(it->first));
+  data_.erase(it);
+}
+
+void MemoryStorage::roll_back(std::vector<Undo>& undo) {
+  for (auto u = undo.rbegin(); u != undo.rend(); ++u) {
+    auto it = find(u->key);
+    if (u->old_value) {
+      if (it != data_.end())
+        it->second = std::move(*u->old_value);
+      else
+        insert(u->key, *u->old_value);
+    } else if (it != data_.end()) {
+      erase(it);
+    }
   }
 }
 
 TxnResult MemoryStorage::run_collect(const TxnBody& body, TxnMode mode,
                                      std::vector<Undo>* undo_out) {
   std::vector<Undo> undo;
-  MemoryTxn txn(data_, clock_.now(), mode, undo);
+  MemoryTxn txn(*this, clock_.now(), mode, undo);
   absl::Status status = body(txn);
   if (!status.ok()) {
-    roll_back(data_, undo);
+    roll_back(undo);
     return {CommitOutcome::kAborted, std::move(status)};
   }
   if (!undo.empty()) ++commits_;
@@ -149,7 +193,7 @@ void MemoryStorage::sync() {
 }
 
 void MemoryStorage::lose_unsynced() {
-  for (auto it = unsynced_.rbegin(); it != unsynced_.rend(); ++it) roll_back(data_, it->undo);
+  for (auto it = unsynced_.rbegin(); it != unsynced_.rend(); ++it) roll_back(it->undo);
   unsynced_.clear();
 }
 

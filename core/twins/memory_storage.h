@@ -6,9 +6,11 @@
 //
 // Semantics. Bodies run one at a time, synchronously, inside transact() (or
 // run()); writes go straight into an ordered map with an undo log, so a body
-// that returns an error leaves no trace. That makes every execution trivially
-// serializable: kConflict never arises here (the simulator's fault wrapper
-// injects it).
+// that returns an error leaves no trace. A hash index over the map's nodes
+// serves point reads and writes in one hash probe instead of a tree walk over
+// keys with long shared prefixes; it is only ever probed, never iterated, so
+// its order cannot reach any result (scans walk the ordered map). That makes every execution
+// trivially serializable: kConflict never arises here (the simulator's fault wrapper injects it).
 //
 // Durability model (for crash simulation). By default a commit is durable at
 // once. With set_deferred_sync(true) a commit is applied but *unsynced*: its
@@ -25,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "core/ports/clock.h"
 #include "core/ports/storage.h"
 #include "core/ports/timers.h"
@@ -65,12 +69,19 @@ class MemoryStorage final : public Storage {
     std::vector<Undo> undo;
     TxnDone done;  // may be empty (run())
   };
+  // data_ and index_ together: every write goes through these three.
+  Map::iterator find(std::string_view key) const;
+  Map::iterator insert(std::string_view key, std::string_view value);
+  void erase(Map::iterator it);
   TxnResult run_collect(const TxnBody& body, TxnMode mode, std::vector<Undo>* undo_out);
-  static void roll_back(Map& data, const std::vector<Undo>& undo);
+  void roll_back(std::vector<Undo>& undo);
 
   const Clock& clock_;
   Timers& loop_;
   Map data_;
+  // Every key of data_ (viewing the node's own key, stable while the node
+  // lives) to its node. Probed only; never iterated.
+  absl::flat_hash_map<absl::string_view, Map::iterator> index_;
   bool deferred_ = false;
   std::vector<Unsynced> unsynced_;
   std::uint64_t commits_ = 0;
