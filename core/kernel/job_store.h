@@ -430,6 +430,12 @@ class JobStore {
   // record (expiry <= Txn::now()) is returned too, so compare with the
   // store's now. Writes nothing; fails only on an undecodable record.
   absl::Status leaders(Txn& txn, std::vector<std::pair<std::uint32_t, LeaderRecord>>* out) const;
+  // Read-only: how many due entries of `shard` are due by the store's now
+  // (the dispatch backlog, whoever leads the shard), counted up to `cap`:
+  // `*count` is min(due, cap), `*capped` says whether there were more.
+  // Reads at most cap + 1 keys.
+  void due_backlog(Txn& txn, std::uint32_t shard, std::uint64_t cap, std::uint64_t* count,
+                   bool* capped) const;
   // Gives leadership of `shard` up: when the record still names `leader`
   // (node and epoch) and has not expired, its expiry becomes the store's now,
   // so every later write under that epoch fails the leader gate and another

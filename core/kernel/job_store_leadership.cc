@@ -90,6 +90,15 @@ absl::Status JobStore::leaders(Txn& txn,
   return absl::OkStatus();
 }
 
+void JobStore::due_backlog(Txn& txn, std::uint32_t shard, std::uint64_t cap, std::uint64_t* count,
+                           bool* capped) const {
+  KAIROS_CHECK(shard < shard_count_ && cap > 0);
+  const keys::Range range = keys::due_until(shard, txn.now());
+  const std::size_t found = txn.scan(range.begin, range.end, cap + 1).size();
+  *capped = found > cap;
+  *count = *capped ? cap : found;
+}
+
 absl::Status JobStore::release_leadership(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
                                           bool* released, std::vector<Event>* events) const {
   KAIROS_CHECK(shard < shard_count_);

@@ -1319,6 +1319,10 @@ void SchedulerNode::get_cluster(std::function<void(absl::StatusOr<ClusterView>)>
         o->shard_count = store_.shard_count();
         o->now = t.now();
         KAIROS_RETURN_IF_ERROR(store_.nodes(t, &o->nodes));
+        o->backlog.assign(o->shard_count, {});
+        for (std::uint32_t s = 0; s < o->shard_count; ++s)
+          store_.due_backlog(t, s, ClusterView::kBacklogCap, &o->backlog[s].due,
+                             &o->backlog[s].capped);
         return store_.leaders(t, &o->leaders);
       },
       std::move(done), /*read_only=*/true);

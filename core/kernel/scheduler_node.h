@@ -127,6 +127,14 @@ struct ClusterView {
   // The node records, in id order (expired ones included: live means
   // expiry > now).
   std::vector<NodeRecord> nodes;
+  // By shard: due entries due by `now` not yet dispatched, counted up to
+  // kBacklogCap (`capped`: more than that).
+  struct Backlog {
+    std::uint64_t due = 0;
+    bool capped = false;
+  };
+  static constexpr std::uint64_t kBacklogCap = 10'000;
+  std::vector<Backlog> backlog;
   absl::Time now;  // Txn::now() of the read
 };
 

@@ -589,6 +589,10 @@ void ApiRoutes::cluster(Reply reply) {
     for (std::uint32_t i = 0; i < view->shard_count; ++i) {
       json::object s;
       s["shard"] = i;
+      if (i < view->backlog.size()) {
+        s["due_backlog"] = view->backlog[i].due;
+        s["due_backlog_capped"] = view->backlog[i].capped;
+      }
       auto it = by_shard.find(i);
       if (it == by_shard.end()) {
         s["leader"] = nullptr;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "tests/support/node_world.h"
 
 namespace kairos::api {
@@ -319,6 +320,45 @@ TEST_F(ApiRoutesTest, ClusterListsTheNodesWithTheirLiveness) {
   EXPECT_EQ(both[0].at("liveness").as_string(), "expired");
   EXPECT_TRUE(both[0].at("expires_in").is_null());
   EXPECT_EQ(both[1].at("liveness").as_string(), "live");
+}
+
+TEST_F(ApiRoutesTest, ClusterShowsEachShardsDueBacklog) {
+  for (int i = 0; i < 3; ++i) {
+    Answer c = call(
+        "POST", "/v1/jobs",
+        absl::StrCat(R"({"id": "b)", i,
+                     R"(", "schedule": {"every": "1s"}, "command": {"argv": ["/bin/true"]}})"));
+    ASSERT_EQ(c.status, 201) << c.text;
+  }
+  Answer a = call("GET", "/v1/cluster");
+  ASSERT_EQ(a.status, 200) << a.text;
+  for (const json::value& s : a.body.at("shards").as_array()) {
+    EXPECT_TRUE(s.at("due_backlog").is_number()) << a.text;
+    EXPECT_FALSE(s.at("due_backlog_capped").as_bool());
+  }
+  // The leader stops; its leases hold the shards for a while, so nothing is
+  // dispatched: every job's next occurrence is backlog, seen from n2.
+  node.node.stop();
+  world.stepper.run(absl::Seconds(3));
+  NodeWorld::Node& other = world.add_node(test_support::node_config("n2", 2), 8);
+  ApiRoutes other_api(other.node, other.metrics);
+  http::Router other_router = other_api.router();
+  other.node.start();
+  world.stepper.run(absl::Milliseconds(200));
+  http::Request r;
+  r.method = "GET";
+  r.target = "/v1/cluster";
+  std::optional<http::Response> got;
+  http::route_request(other_router, r, [&](http::Response res) { got = res; });
+  for (int i = 0; i < 10 && !got; ++i) world.stepper.run(absl::Milliseconds(100));
+  ASSERT_TRUE(got.has_value());
+  const json::value body = json::parse(got->body);
+  std::int64_t due = 0;
+  for (const json::value& s : body.at("shards").as_array()) {
+    EXPECT_EQ(s.at("leader").as_string(), "n1") << got->body;  // still n1's lease
+    due += s.at("due_backlog").to_number<std::int64_t>();
+  }
+  EXPECT_EQ(due, 3) << got->body;
 }
 
 TEST_F(ApiRoutesTest, HealthReadinessMetricsAndUnknownRoutes) {
