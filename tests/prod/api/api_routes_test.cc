@@ -63,6 +63,24 @@ class ApiRoutesTest : public ::testing::Test {
     return a;
   }
 
+  // Starts node n2 on the same store, lets it run for `settle`, and answers
+  // GET /v1/cluster through n2's own routes (null when it never answers).
+  json::value cluster_seen_by_n2(absl::Duration settle) {
+    NodeWorld::Node& other = world.add_node(test_support::node_config("n2", 2), 8);
+    ApiRoutes other_api(other.node, other.metrics);
+    http::Router other_router = other_api.router();
+    other.node.start();
+    world.stepper.run(settle);
+    http::Request r;
+    r.method = "GET";
+    r.target = "/v1/cluster";
+    std::optional<http::Response> got;
+    http::route_request(other_router, r, [&](http::Response res) { got = res; });
+    for (int i = 0; i < 100 && !got; ++i) world.stepper.run(absl::Milliseconds(100));
+    EXPECT_TRUE(got.has_value());
+    return got ? json::parse(got->body) : json::value();
+  }
+
   static std::string error_field(const Answer& a) {
     const auto* e = a.body.is_object() ? a.body.as_object().if_contains("error") : nullptr;
     if (e == nullptr || !e->as_object().contains("field")) return "<none>";
@@ -300,22 +318,11 @@ TEST_F(ApiRoutesTest, ClusterListsTheNodesWithTheirLiveness) {
   // The node stops: its record lapses and is shown as expired, not dropped.
   node.node.stop();
   world.stepper.run(absl::Seconds(11));
-  NodeWorld::Node& other = world.add_node(test_support::node_config("n2", 2), 8);
-  ApiRoutes other_api(other.node, other.metrics);
-  http::Router other_router = other_api.router();
-  other.node.start();
-  world.stepper.run(absl::Seconds(1));
-  http::Request r;
-  r.method = "GET";
-  r.target = "/v1/cluster";
-  std::optional<http::Response> got;
-  http::route_request(other_router, r, [&](http::Response res) { got = res; });
-  for (int i = 0; i < 100 && !got; ++i) world.stepper.run(absl::Milliseconds(100));
-  ASSERT_TRUE(got.has_value());
-  const json::value body = json::parse(got->body);
+  const json::value body = cluster_seen_by_n2(absl::Seconds(1));
+  ASSERT_TRUE(body.is_object());
   EXPECT_EQ(body.at("live_nodes").to_number<int>(), 1);
   const json::array& both = body.at("nodes").as_array();
-  ASSERT_EQ(both.size(), 2u) << got->body;
+  ASSERT_EQ(both.size(), 2u) << body;
   EXPECT_EQ(both[0].at("id").as_string(), "n1");
   EXPECT_EQ(both[0].at("liveness").as_string(), "expired");
   EXPECT_TRUE(both[0].at("expires_in").is_null());
@@ -340,25 +347,14 @@ TEST_F(ApiRoutesTest, ClusterShowsEachShardsDueBacklog) {
   // dispatched: every job's next occurrence is backlog, seen from n2.
   node.node.stop();
   world.stepper.run(absl::Seconds(3));
-  NodeWorld::Node& other = world.add_node(test_support::node_config("n2", 2), 8);
-  ApiRoutes other_api(other.node, other.metrics);
-  http::Router other_router = other_api.router();
-  other.node.start();
-  world.stepper.run(absl::Milliseconds(200));
-  http::Request r;
-  r.method = "GET";
-  r.target = "/v1/cluster";
-  std::optional<http::Response> got;
-  http::route_request(other_router, r, [&](http::Response res) { got = res; });
-  for (int i = 0; i < 10 && !got; ++i) world.stepper.run(absl::Milliseconds(100));
-  ASSERT_TRUE(got.has_value());
-  const json::value body = json::parse(got->body);
+  const json::value body = cluster_seen_by_n2(absl::Milliseconds(200));
+  ASSERT_TRUE(body.is_object());
   std::int64_t due = 0;
   for (const json::value& s : body.at("shards").as_array()) {
-    EXPECT_EQ(s.at("leader").as_string(), "n1") << got->body;  // still n1's lease
+    EXPECT_EQ(s.at("leader").as_string(), "n1") << body;  // still n1's lease
     due += s.at("due_backlog").to_number<std::int64_t>();
   }
-  EXPECT_EQ(due, 3) << got->body;
+  EXPECT_EQ(due, 3) << body;
 }
 
 TEST_F(ApiRoutesTest, HealthReadinessMetricsAndUnknownRoutes) {
