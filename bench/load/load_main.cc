@@ -6,7 +6,12 @@
 // (POST /v1/jobs:batch, --batch jobs per request, --create-parallel requests
 // in flight, with the bearer token of --token-file), all due at one instant
 // --lead after the start, or with --rate spread at that many per second from
-// that instant. Their runs are
+// that instant; with --every and --for each job instead fires every --every
+// from its instant for --for. --stored adds that many jobs, created first,
+// that are not due during the run (a store of that size). With --spawn,
+// --idle measures the server's CPU while nothing is due, and --restart
+// restarts the server on its store before the first due instant, timing
+// its way to ready (the plan: bench/load/load_plan.h). Their runs are
 // executed by --concurrency slots of in-process workers speaking the real
 // worker protocol over TCP to the server's --listen address
 // (bench/load/load_workers.h: core's Worker, the production TCP transport and
@@ -26,13 +31,14 @@
 // load average before and after.
 //
 // Exactly once. Afterwards every job's runs are read back
-// (GET /v1/jobs/{id}/runs): each job must have exactly one run, the
-// scheduled run of its nominal time, succeeded, with exactly one attempt
-// (a manual or extra run fails the check); and the workers must have started every
-// occurrence exactly once with every report accepted. Any difference is
-// listed and the exit code is 1, so a fast wrong answer cannot pass.
-// Exit codes: 0 verified, 1 not verified (or the server failed), 2 usage.
+// (GET /v1/jobs/{id}/runs): each job must have exactly its occurrences'
+// runs, each the scheduled run of its nominal time, succeeded, with exactly
+// one attempt (a manual, extra or missing run fails the check); and the workers must have started
+// every occurrence exactly once with every report accepted. Any difference is listed and the exit
+// code is 1, so a fast wrong answer cannot pass. Exit codes: 0 verified, 1 not verified (or the
+// server failed), 2 usage.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -55,6 +61,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench/load/load_plan.h"
 #include "bench/load/load_workers.h"
 #include "bench/load/server_process.h"
 #include "core/base/absl_compat.h"
@@ -70,6 +77,15 @@ namespace {
 namespace json = boost::json;
 
 constexpr std::size_t kMaxProblems = 20;
+// GET /v1/jobs/{id}/runs answers at most this many runs: the most
+// occurrences a recurring job may have here.
+constexpr std::uint32_t kMaxOccurrences = 1000;
+// What a run needs on the disk of a spawned server's directory, estimated
+// from measured runs (store and event log together, rounded up): a created
+// job ~1.3 KiB in the store plus its job.created line, a run ~1.2 KiB of
+// log lines plus its record.
+constexpr std::uint64_t kBytesPerJob = 2048;
+constexpr std::uint64_t kBytesPerRun = 2560;
 
 struct LoadFlags {
   std::string server;
@@ -90,6 +106,11 @@ struct LoadFlags {
   std::string server_flags;
   bool keep = false;
   bool json = false;
+  std::uint32_t stored = 0;
+  absl::Duration every = absl::ZeroDuration();
+  absl::Duration for_ = absl::ZeroDuration();
+  absl::Duration idle = absl::ZeroDuration();
+  bool restart = false;
 };
 
 double seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
@@ -141,47 +162,20 @@ struct Verification {
   std::uint64_t problem_count = 0;
 };
 
-// One job's runs must be exactly one run: the scheduled one of its nominal
-// time, succeeded, with one attempt.
-std::optional<std::string> check_runs(const json::value& body, const std::string& nominal) {
-  const json::object* o = body.if_object();
-  const json::value* runs = o != nullptr ? o->if_contains("runs") : nullptr;
-  if (runs == nullptr || !runs->is_array()) return "no \"runs\" array";
-  const json::array& a = runs->get_array();
-  if (a.size() != 1) return absl::StrCat(a.size(), " runs");
-  const json::object* run = a[0].if_object();
-  if (run == nullptr) return "a run that is not an object";
-  auto text = [&](std::string_view key) -> std::string {
-    const json::value* v = run->if_contains(key);
-    return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string("null");
-  };
-  if (text("kind") != "scheduled" || text("nominal") != nominal)
-    return absl::StrCat("a ", text("kind"), " run of ", text("nominal"),
-                        ", expected the scheduled run of ", nominal);
-  if (text("state") != "succeeded" || text("outcome") != "succeeded")
-    return absl::StrCat("run state ", text("state"), ", outcome ", text("outcome"));
-  const json::value* attempts = run->if_contains("attempts");
-  if (attempts == nullptr || !attempts->is_array() || attempts->get_array().size() != 1)
-    return absl::StrCat(
-        attempts != nullptr && attempts->is_array() ? attempts->get_array().size() : 0,
-        " attempts");
-  return std::nullopt;
-}
-
-Verification verify(const cli::ApiClient& client, const std::vector<std::string>& ids,
-                    const std::vector<std::string>& nominals, std::uint32_t threads) {
+Verification verify(const cli::ApiClient& client, const JobPlan& plan, std::uint32_t threads) {
   Verification v;
   std::mutex mu;
-  std::atomic<std::size_t> next{0};
+  std::atomic<std::uint32_t> next{0};
   auto work = [&] {
-    for (std::size_t i = next++; i < ids.size(); i = next++) {
-      auto r =
-          client.call("GET", absl::StrCat("/v1/jobs/", cli::url_encode(ids[i]), "/runs?limit=10"));
+    for (std::uint32_t i = next++; i < plan.jobs; i = next++) {
+      const std::string id = plan.id(i);
+      auto r = client.call(
+          "GET", absl::StrCat("/v1/jobs/", cli::url_encode(id), "/runs?limit=", kMaxOccurrences));
       std::optional<std::string> problem;
       if (!r.ok())
         problem = cli::describe(r.status());
       else
-        problem = check_runs(r->body, nominals[i]);
+        problem = plan.check_runs(i, r->body);
       std::lock_guard<std::mutex> lock(mu);
       ++v.checked;
       if (!problem) {
@@ -189,14 +183,24 @@ Verification verify(const cli::ApiClient& client, const std::vector<std::string>
         continue;
       }
       ++v.problem_count;
-      if (v.problems.size() < kMaxProblems)
-        v.problems.push_back(absl::StrCat(ids[i], ": ", *problem));
+      if (v.problems.size() < kMaxProblems) v.problems.push_back(absl::StrCat(id, ": ", *problem));
     }
   };
   std::vector<std::thread> pool;
   for (std::uint32_t t = 0; t < threads; ++t) pool.emplace_back(work);
   for (std::thread& t : pool) t.join();
   return v;
+}
+
+// Polls GET /readyz until it answers 200; the time that took, or nullopt
+// when it did not within `patience`.
+std::optional<absl::Duration> wait_ready(const cli::ApiClient& client, absl::Duration patience) {
+  const absl::Time from = absl::Now();
+  while (absl::Now() - from < patience) {
+    if (auto r = client.call("GET", "/readyz"); r.ok()) return absl::Now() - from;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::nullopt;
 }
 
 cli::FlagTable make_table(LoadFlags& f) {
@@ -255,6 +259,27 @@ cli::FlagTable make_table(LoadFlags& f) {
          cli::set_duration(&f.lease_ttl, absl::Seconds(1), absl::Hours(24))});
   t.add({"verify-threads", "N", "4", "parallel API readers for the check (1..64)",
          cli::set_u32(&f.verify_threads, 1, 64)});
+  t.add({"every", "DURATION", "none",
+         "recurring jobs: each fires every DURATION from its first due instant\n"
+         "for --for (100ms..1h); without it every job is one-off",
+         cli::set_duration(&f.every, absl::Milliseconds(100), absl::Hours(1))});
+  t.add({"for", "DURATION", "none",
+         "with --every: how long each job keeps firing; --for / --every\n"
+         "occurrences per job (1..1000)",
+         cli::set_duration(&f.for_, absl::Milliseconds(100), absl::Hours(24))});
+  t.add({"stored", "N", "0",
+         "jobs created first that are not due during the run (a year later):\n"
+         "a store that holds N jobs besides the measured ones (0..20000000)",
+         cli::set_u32(&f.stored, 0, 20000000)});
+  t.add({"idle", "DURATION", "0s",
+         "with --spawn: after creating, measure the server's CPU this long\n"
+         "while nothing is due (the due poll's cost; 0s..10m)",
+         cli::set_duration(&f.idle, absl::ZeroDuration(), absl::Minutes(10))});
+  t.add({"restart", "", "off",
+         "with --spawn: after creating (and --idle), restart the server on\n"
+         "its data directory and report the time to its ready line and to\n"
+         "GET /readyz 200; the workers connect after it",
+         cli::set_switch(&f.restart)});
   t.add({"server-flags", "FLAGS", "none",
          "with --spawn: further server flags, space-separated\n"
          "(\"--shards 4 --log-format json\")",
@@ -281,6 +306,19 @@ int run(int argc, char** argv) {
     return table.usage_error("flag --listen: only with --server (--spawn finds the address)");
   if (f.spawn.empty() && (table.given("server-flags") || f.keep))
     return table.usage_error("flags --server-flags and --keep: only with --spawn");
+  if (f.spawn.empty() && (table.given("idle") || f.restart))
+    return table.usage_error("flags --idle and --restart: only with --spawn");
+  if (table.given("every") != table.given("for"))
+    return table.usage_error("flags --every and --for: one needs the other");
+  std::uint32_t occurrences = 1;
+  if (table.given("every")) {
+    const std::int64_t n = f.for_ / f.every;
+    if (n < 1 || n > kMaxOccurrences)
+      return table.usage_error(absl::StrCat(
+          "flag --for: --for / --every gives ", n, " occurrences per job; 1..", kMaxOccurrences,
+          " (GET /v1/jobs/{id}/runs answers at most ", kMaxOccurrences, ")"));
+    occurrences = static_cast<std::uint32_t>(n);
+  }
   if (f.listen.empty()) f.listen = "127.0.0.1:7070";
   auto secret = net::secret_from_flag(f.secret_file);
   if (!secret.ok()) return table.usage_error(std::string(secret.status().message()));
@@ -306,88 +344,119 @@ int run(int argc, char** argv) {
     listen = spawned->listen();
   }
   cli::ClientFlags cf;
-  cf.server = server_url;
   cf.token_file = f.token_file;
   cf.timeout = absl::Seconds(60);
-  auto client = cli::make_client(cf);
-  if (!client.ok()) return table.usage_error(std::string(client.status().message()));
-  // The creating client leaves a batch's 2xx reply (every job in full)
-  // unparsed: the jobs are checked through their runs afterwards, and the
-  // tool's CPU belongs to the server on a small machine.
-  auto server_address = cli::parse_server_url(server_url);
-  if (!server_address.ok())
-    return table.usage_error(std::string(server_address.status().message()));
-  cli::Transport reply_unread =
-      [real = cli::beast_transport(*server_address, cf.timeout)](
-          const cli::HttpRequest& request) -> absl::StatusOr<cli::HttpResponse> {
-    auto response = real(request);
-    if (response.ok() && response->status / 100 == 2) response->body.clear();
-    return response;
+  // Two clients of one server: `client` reads replies; `create_client`
+  // leaves a batch's 2xx reply (every job in full) unparsed: the jobs are
+  // checked through their runs afterwards, and the tool's CPU belongs to the
+  // server on a small machine. Made again after a --restart (new ports).
+  std::optional<cli::ApiClient> client, create_client;
+  auto connect = [&](const std::string& url) -> absl::Status {
+    cf.server = url;
+    auto c = cli::make_client(cf);
+    if (!c.ok()) return c.status();
+    auto address = cli::parse_server_url(url);
+    if (!address.ok()) return address.status();
+    cli::Transport reply_unread =
+        [real = cli::beast_transport(*address, cf.timeout)](
+            const cli::HttpRequest& request) -> absl::StatusOr<cli::HttpResponse> {
+      auto response = real(request);
+      if (response.ok() && response->status / 100 == 2) response->body.clear();
+      return response;
+    };
+    auto cc = cli::make_client(cf, reply_unread);
+    if (!cc.ok()) return cc.status();
+    client.emplace(std::move(*c));
+    create_client.emplace(std::move(*cc));
+    return absl::OkStatus();
   };
-  auto create_client = cli::make_client(cf, reply_unread);
-  if (!create_client.ok()) return table.usage_error(std::string(create_client.status().message()));
+  if (absl::Status s = connect(server_url); !s.ok())
+    return table.usage_error(std::string(s.message()));
   // The API answers (and takes the token) before any worker starts: a wrong
   // --server or token fails within seconds.
   if (auto probe = call_retrying(*client, "GET", "/v1/jobs?page_size=1", nullptr, absl::Seconds(5));
       !probe.ok())
     return fail(absl::StrCat("the server's API: ", cli::describe(probe.status())));
-  cli::HostPort hp;
-  if (absl::Status s = cli::parse_host_port(listen, &hp, false); !s.ok())
-    return fail(absl::StrCat("the server's listen address: ", s.message()));
+
+  // A fresh prefix per load run: earlier runs' jobs are not counted.
+  JobPlan plan;
+  plan.tag = absl::StrFormat("%08x", cli::fresh_seed() & 0xffffffffu);
+  plan.prefix = absl::StrCat("load-", plan.tag, "-");
+  plan.jobs = f.jobs;
+  plan.rate = f.rate;
+  plan.every = f.every;
+  plan.occurrences = occurrences;
+  plan.stored = f.stored;
+  if (spawned) {
+    const std::uint64_t need =
+        (std::uint64_t{f.stored} + f.jobs) * kBytesPerJob + plan.total_runs() * kBytesPerRun;
+    const std::optional<std::uint64_t> free = free_bytes(spawned->dir());
+    if (free && *free < need)
+      return fail(absl::StrFormat(
+          "the spawned server's directory %s needs about %.1f GiB free for %u stored and %u "
+          "measured jobs and %llu runs (store and event log, about %llu bytes per job and %llu "
+          "per run); its file system has %.1f GiB free (set TMPDIR to a larger one)",
+          spawned->dir(), static_cast<double>(need) / (1ull << 30), f.stored, f.jobs,
+          static_cast<unsigned long long>(plan.total_runs()),
+          static_cast<unsigned long long>(kBytesPerJob),
+          static_cast<unsigned long long>(kBytesPerRun),
+          static_cast<double>(*free) / (1ull << 30)));
+  }
 
   WorkerPoolOptions wo;
-  wo.server = {hp.host, hp.port};
   wo.secret = *secret;
   wo.concurrency = f.concurrency;
   wo.slots = std::min(f.slots, f.concurrency);
   wo.workers = (f.concurrency + wo.slots - 1) / wo.slots;
   wo.lease_ttl = f.lease_ttl;
-  // A fresh prefix per load run: earlier runs' jobs are not counted.
-  const std::string tag = absl::StrFormat("%08x", cli::fresh_seed() & 0xffffffffu);
-  wo.job_prefix = absl::StrCat("load-", tag, "-");
-  WorkerPool pool(wo);
-  if (absl::Status s = pool.start(absl::Seconds(30)); !s.ok())
-    return fail(absl::StrCat(std::string(s.message()),
-                             spawned ? "\n" + spawned->log_tail()
-                                     : std::string(" (is --listen the server's --listen address, "
-                                                   "and --worker-secret-file its secret?)")));
-
-  // Jobs: ids in order, nominal times from the first due instant.
-  const absl::Time created_from = absl::Now();
-  const absl::Time first_due = absl::FromUnixMicros(absl::ToUnixMicros(created_from + f.lead));
-  auto due_of = [&](std::uint32_t i) {
-    if (f.rate == 0) return first_due;
-    return first_due + absl::Microseconds(static_cast<std::int64_t>(i) * 1000000 / f.rate);
+  wo.job_prefix = plan.prefix;
+  std::unique_ptr<WorkerPool> pool;
+  // Starts the workers against the server's current --listen address.
+  auto start_pool = [&]() -> absl::Status {
+    cli::HostPort hp;
+    if (absl::Status s = cli::parse_host_port(listen, &hp, false); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("the server's listen address: ", s.message()));
+    wo.server = {hp.host, hp.port};
+    pool = std::make_unique<WorkerPool>(wo);
+    if (absl::Status s = pool->start(absl::Seconds(30)); !s.ok())
+      return absl::UnavailableError(
+          absl::StrCat(std::string(s.message()),
+                       spawned ? "\n" + spawned->log_tail()
+                               : std::string(" (is --listen the server's --listen address, "
+                                             "and --worker-secret-file its secret?)")));
+    return absl::OkStatus();
   };
-  std::vector<std::string> ids, nominals;
-  ids.reserve(f.jobs);
-  nominals.reserve(f.jobs);
-  for (std::uint32_t i = 0; i < f.jobs; ++i) {
-    ids.push_back(absl::StrCat(wo.job_prefix, i));
-    nominals.push_back(format_rfc3339_utc(due_of(i)));
+  // Without a restart the workers connect first, so a wrong --listen or
+  // secret fails before any job is created.
+  if (!f.restart) {
+    if (absl::Status s = start_pool(); !s.ok()) return fail(std::string(s.message()));
   }
+
+  // Jobs: the stored ones first, then the measured ones, their first
+  // occurrences from the first due instant.
+  const absl::Time created_from = absl::Now();
+  plan.first_due = absl::FromUnixMicros(absl::ToUnixMicros(created_from + f.lead));
+  const std::uint64_t to_create = std::uint64_t{f.stored} + f.jobs;
   const double server_cpu_before_create =
       spawned ? process_figures(spawned->pid()).value_or(ProcessFigures{}).cpu_seconds : 0;
   // --create-parallel posters take the next batch in turn; the first error
   // stops them all (every batch is safe to retry, so none is half-applied).
-  std::atomic<std::uint32_t> next_from{0};
+  std::atomic<std::uint64_t> next_from{0};
   std::mutex create_mu;
   std::string create_error;
   auto post_batches = [&] {
-    for (std::uint32_t from = next_from.fetch_add(f.batch); from < f.jobs;
+    for (std::uint64_t from = next_from.fetch_add(f.batch); from < to_create;
          from = next_from.fetch_add(f.batch)) {
       {
         std::lock_guard<std::mutex> lock(create_mu);
         if (!create_error.empty()) return;
       }
+      const std::uint64_t until = std::min<std::uint64_t>(to_create, from + f.batch);
       json::array jobs;
-      jobs.reserve(std::min(f.jobs, from + f.batch) - from);
-      for (std::uint32_t i = from; i < std::min(f.jobs, from + f.batch); ++i) {
-        jobs.push_back(json::object{{"id", ids[i]},
-                                    {"labels", json::object{{"kairos-load", tag}}},
-                                    {"schedule", json::object{{"at", nominals[i]}}},
-                                    {"command", json::object{{"argv", json::array{"/bin/true"}}}}});
-      }
+      jobs.reserve(until - from);
+      for (std::uint64_t i = from; i < until; ++i)
+        jobs.push_back(i < f.stored ? plan.stored_job(static_cast<std::uint32_t>(i))
+                                    : plan.job(static_cast<std::uint32_t>(i - f.stored)));
       const json::value body = json::object{{"jobs", std::move(jobs)}};
       if (auto r =
               call_retrying(*create_client, "POST", "/v1/jobs:batch", &body, absl::Seconds(60));
@@ -408,45 +477,79 @@ int run(int argc, char** argv) {
   const absl::Time created_until = absl::Now();
   const double server_cpu_after_create =
       spawned ? process_figures(spawned->pid()).value_or(ProcessFigures{}).cpu_seconds : 0;
-  if (created_until > first_due)
+
+  // --idle: the server's CPU while it holds every job and none is due.
+  std::optional<double> idle_cpu_per_s;
+  if (f.idle > absl::ZeroDuration()) {
+    if (created_until + f.idle > plan.first_due)
+      return fail(absl::StrCat("the --idle window (", format_duration(f.idle),
+                               ") would end after the first due instant: creation took ",
+                               format_duration(created_until - created_from),
+                               "; make --lead longer"));
+    const double before = process_figures(spawned->pid()).value_or(ProcessFigures{}).cpu_seconds;
+    std::this_thread::sleep_for(absl::ToChronoMicroseconds(f.idle));
+    const double after = process_figures(spawned->pid()).value_or(ProcessFigures{}).cpu_seconds;
+    idle_cpu_per_s = (after - before) / seconds(f.idle);
+  }
+  // --restart: stop the server, start it on the same store, time it.
+  std::optional<absl::Duration> restart_to_line, restart_to_readyz;
+  if (f.restart) {
+    auto took = spawned->restart();
+    if (!took.ok()) return fail(absl::StrCat("--restart: ", took.status().message()));
+    restart_to_line = *took;
+    server_url = spawned->http_url();
+    listen = spawned->listen();
+    if (absl::Status s = connect(server_url); !s.ok())
+      return fail(absl::StrCat("--restart: ", s.message()));
+    const std::optional<absl::Duration> readyz = wait_ready(*client, absl::Seconds(60));
+    if (!readyz)
+      return fail(absl::StrCat("--restart: GET /readyz did not answer 200 within 60 s\n",
+                               spawned->log_tail()));
+    restart_to_readyz = *restart_to_line + *readyz;
+    if (absl::Status s = start_pool(); !s.ok()) return fail(std::string(s.message()));
+  }
+  if (absl::Now() > plan.first_due)
     std::fprintf(stderr,
-                 "kairos-load: warning: creation took %s, past the first due instant (--lead "
-                 "%s): lateness includes creation\n",
-                 format_duration(created_until - created_from).c_str(),
+                 "kairos-load: warning: creation%s took %s, past the first due instant (--lead "
+                 "%s): lateness includes it\n",
+                 f.restart ? " and the restart" : "",
+                 format_duration(absl::Now() - created_from).c_str(),
                  format_duration(f.lead).c_str());
 
   // The span: from the first due instant to the last accepted report.
-  if (absl::Now() < first_due)
-    std::this_thread::sleep_for(absl::ToChronoMicroseconds(first_due - absl::Now()));
+  if (absl::Now() < plan.first_due)
+    std::this_thread::sleep_for(absl::ToChronoMicroseconds(plan.first_due - absl::Now()));
+  const absl::Time first_due = plan.first_due;
   const double server_cpu_from =
       spawned ? process_figures(spawned->pid()).value_or(ProcessFigures{}).cpu_seconds : 0;
   const double self_cpu_from = cpu_self_seconds();
-  const absl::Time last_due = due_of(f.jobs - 1);
-  const bool all_answered = pool.wait_for_reports(f.jobs, last_due + f.timeout);
+  const absl::Time last_due = plan.last_due();
+  const std::uint64_t runs_expected = plan.total_runs();
+  const bool all_answered = pool->wait_for_reports(runs_expected, last_due + f.timeout);
   const absl::Time waited_until = absl::Now();
   std::optional<ProcessFigures> server_after;
   if (spawned) {
     if (auto pf = process_figures(spawned->pid()); pf.ok()) server_after = *pf;
   }
   const double self_cpu = cpu_self_seconds() - self_cpu_from;
-  pool.stop();
-  const WorkerRecords& rec = pool.records();
+  pool->stop();
+  const WorkerRecords& rec = pool->records();
 
-  Verification v = verify(*client, ids, nominals, f.verify_threads);
+  Verification v = verify(*client, plan, f.verify_threads);
   std::vector<std::string> problems = v.problems;
   if (!all_answered)
     problems.insert(problems.begin(),
-                    absl::StrCat("only ", pool.answered(), " of ", f.jobs,
+                    absl::StrCat("only ", pool->answered(), " of ", runs_expected,
                                  " reports answered within --timeout ", format_duration(f.timeout),
                                  " after the last due instant"));
-  if (rec.starts != f.jobs || rec.duplicate_starts != 0)
-    problems.push_back(absl::StrCat("workers started ", rec.starts, " attempts for ", f.jobs,
-                                    " jobs (", rec.duplicate_starts,
+  if (rec.starts != runs_expected || rec.duplicate_starts != 0)
+    problems.push_back(absl::StrCat("workers started ", rec.starts, " attempts for ", runs_expected,
+                                    " occurrences (", rec.duplicate_starts,
                                     " of an occurrence already "
                                     "started)"));
   for (const std::string& d : rec.duplicate_examples) problems.push_back("started twice: " + d);
   if (rec.rejected != 0) problems.push_back(absl::StrCat(rec.rejected, " reports rejected"));
-  const bool exactly_once = problems.empty() && v.good == f.jobs && rec.accepted == f.jobs;
+  const bool exactly_once = problems.empty() && v.good == f.jobs && rec.accepted == runs_expected;
 
   const absl::Time span_end = rec.last_accepted.value_or(waited_until);
   const double span = std::max(1e-6, seconds(span_end - first_due));
@@ -468,6 +571,10 @@ int run(int argc, char** argv) {
     json::object out{
         {"jobs", f.jobs},
         {"rate", f.rate},
+        {"stored", f.stored},
+        {"every_seconds", seconds(f.every)},
+        {"occurrences_per_job", occurrences},
+        {"runs_expected", runs_expected},
         {"concurrency", f.concurrency},
         {"create_parallel", f.create_parallel},
         {"workers", wo.workers},
@@ -475,7 +582,7 @@ int run(int argc, char** argv) {
         {"server", server_url},
         {"spawned", spawned != nullptr},
         {"create_seconds", create_s},
-        {"created_per_s", f.jobs / create_s},
+        {"created_per_s", static_cast<double>(to_create) / create_s},
         {"span_seconds", span},
         {"runs_completed", rec.accepted},
         {"runs_per_s", runs_per_s},
@@ -508,14 +615,36 @@ int run(int argc, char** argv) {
       out["server_rss_anon_bytes"] = server_after->rss_anon_bytes;
       out["store_bytes"] = store_bytes;
     }
+    if (idle_cpu_per_s) out["server_idle_cpu_per_s"] = *idle_cpu_per_s;
+    if (restart_to_line) {
+      out["restart_ready_line_seconds"] = seconds(*restart_to_line);
+      out["restart_readyz_seconds"] = seconds(*restart_to_readyz);
+    }
     std::printf("%s\n", json::serialize(out).c_str());
   } else {
+    const std::string recurring =
+        occurrences > 1 || f.every > absl::ZeroDuration()
+            ? absl::StrCat(", each every ", format_duration(f.every), " x ", occurrences)
+            : std::string();
+    const std::string stored =
+        f.stored == 0 ? std::string() : absl::StrCat(", ", f.stored, " more stored");
     std::printf(
-        "kairos-load: %u jobs %s, concurrency %u (%u workers x %u slots), server %s%s\n", f.jobs,
-        f.rate == 0 ? "due at one instant" : absl::StrCat("due at ", f.rate, "/s").c_str(),
-        f.concurrency, wo.workers, wo.slots, server_url.c_str(), spawned ? " (spawned)" : "");
+        "kairos-load: %u jobs %s%s%s, concurrency %u (%u workers x %u slots), server %s%s\n",
+        f.jobs, f.rate == 0 ? "due at one instant" : absl::StrCat("due at ", f.rate, "/s").c_str(),
+        recurring.c_str(), stored.c_str(), f.concurrency, wo.workers, wo.slots, server_url.c_str(),
+        spawned ? " (spawned)" : "");
     std::printf("  created       %.1f s, %.0f jobs/s (POST /v1/jobs:batch of %u, %u in flight)\n",
-                create_s, f.jobs / create_s, f.batch, f.create_parallel);
+                create_s, static_cast<double>(to_create) / create_s, f.batch, f.create_parallel);
+    if (idle_cpu_per_s)
+      std::printf(
+          "  idle          %.1f ms of server CPU per second over %s, nothing due (resolution "
+          "%.1f ms/s: CPU is counted in ticks of %.0f ms)\n",
+          *idle_cpu_per_s * 1e3, format_duration(f.idle).c_str(),
+          1e3 / static_cast<double>(::sysconf(_SC_CLK_TCK)) / seconds(f.idle),
+          1e3 / static_cast<double>(::sysconf(_SC_CLK_TCK)));
+    if (restart_to_line)
+      std::printf("  restart       ready line %.2f s, GET /readyz 200 %.2f s after the start\n",
+                  seconds(*restart_to_line), seconds(*restart_to_readyz));
     std::printf("  completed     %llu runs in %.2f s from the first due instant: %.0f runs/s\n",
                 static_cast<unsigned long long>(rec.accepted), span, runs_per_s);
     std::printf("  lateness      p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
@@ -540,10 +669,17 @@ int run(int argc, char** argv) {
                 self_cpu, load_before.c_str(), load_after.c_str());
     for (const auto& [k, n] : rec.anomalies)
       std::printf("  worker event  %s x %llu\n", k.c_str(), static_cast<unsigned long long>(n));
-    std::printf(
-        "  exactly once  %s: %llu of %u jobs have their one scheduled run, succeeded, one "
-        "attempt\n",
-        exactly_once ? "yes" : "NO", static_cast<unsigned long long>(v.good), f.jobs);
+    if (occurrences == 1)
+      std::printf(
+          "  exactly once  %s: %llu of %u jobs have their one scheduled run, succeeded, one "
+          "attempt\n",
+          exactly_once ? "yes" : "NO", static_cast<unsigned long long>(v.good), f.jobs);
+    else
+      std::printf(
+          "  exactly once  %s: %llu of %u jobs have their %u scheduled runs, each succeeded "
+          "with one attempt\n",
+          exactly_once ? "yes" : "NO", static_cast<unsigned long long>(v.good), f.jobs,
+          occurrences);
     for (const std::string& p : problems) std::printf("    %s\n", p.c_str());
     if (v.problem_count > v.problems.size())
       std::printf("    ... %llu more\n",

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,14 +104,42 @@ ServerProcess::~ServerProcess() {
   }
 }
 
-absl::Status ServerProcess::start() {
+std::string temp_base() {
   const char* base = std::getenv("TMPDIR");
-  std::string tmpl =
-      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/kairos-load-XXXXXX";
+  return base != nullptr && *base != '\0' ? base : "/tmp";
+}
+
+std::optional<std::uint64_t> free_bytes(const std::string& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+absl::Status ServerProcess::start() {
+  std::string tmpl = temp_base() + "/kairos-load-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr)
     return absl::UnavailableError(
         absl::StrCat("cannot make a temporary directory: ", std::strerror(errno)));
   dir_ = tmpl;
+  return launch();
+}
+
+absl::StatusOr<absl::Duration> ServerProcess::restart() {
+  if (dir_.empty()) return absl::FailedPreconditionError("the server was never started");
+  const std::string how = stop();
+  if (how != "exit 0")
+    return absl::UnavailableError(absl::StrCat("the server did not stop cleanly (", how,
+                                               ") before its restart:\n", log_tail()));
+  for (const char* name : {"/server.out", "/server.log"}) {
+    std::error_code ec;
+    std::filesystem::rename(dir_ + name, dir_ + name + ".1", ec);
+  }
+  const absl::Time from = absl::Now();
+  if (absl::Status s = launch(); !s.ok()) return s;
+  return ready_at_ - from;
+}
+
+absl::Status ServerProcess::launch() {
   std::vector<std::string> args = {options_.binary, "server",     "--data-dir", data_dir(),
                                    "--workers",     "0",          "--http",     "127.0.0.1:0",
                                    "--listen",      "127.0.0.1:0"};
@@ -149,8 +178,10 @@ absl::Status ServerProcess::start() {
   ::close(out);
   ::close(log);
   pid_ = pid;
+  const absl::Time started_at = absl::Now();
+  ready_at_ = absl::InfinitePast();
 
-  const absl::Time deadline = absl::Now() + options_.ready_timeout;
+  const absl::Time deadline = started_at + options_.ready_timeout;
   while (absl::Now() < deadline) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -163,6 +194,7 @@ absl::Status ServerProcess::start() {
     // the server's log thread to stderr and may land a little later.
     const std::string stdout_text = read_file(out_path);
     if (stdout_text.find("kairos server: ready") != std::string::npos) {
+      if (ready_at_ < started_at) ready_at_ = absl::Now();
       const std::string http = value_after(stdout_text, "kairos server: http api on ");
       const std::string listen = value_after(read_file(log_path), " net.listening address=");
       if (!http.empty() && !listen.empty()) {
@@ -171,7 +203,7 @@ absl::Status ServerProcess::start() {
         return absl::OkStatus();
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return absl::DeadlineExceededError(
       absl::StrCat("flag --spawn: the server was not ready (its "

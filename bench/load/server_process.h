@@ -42,6 +42,11 @@ struct ProcessFigures {
 absl::StatusOr<ProcessFigures> process_figures(pid_t pid);
 // The bytes of the regular files under `dir` (the store's size on disk).
 std::uint64_t directory_bytes(const std::string& dir);
+// Where --spawn makes its temporary directory: $TMPDIR, else /tmp.
+std::string temp_base();
+// Bytes an unprivileged process may still write on the file system of
+// `dir`; nullopt when statvfs fails.
+std::optional<std::uint64_t> free_bytes(const std::string& dir);
 // /proc/loadavg's first three fields, "1.38 1.18 1.72"; empty when unreadable.
 std::string load_average();
 
@@ -67,6 +72,12 @@ class ServerProcess {
   absl::Status start();
   // SIGTERM, then SIGKILL after `grace`; returns the exit status text.
   std::string stop(absl::Duration grace = absl::Seconds(30));
+  // Stops the server (SIGTERM: it drains) and starts it again with the
+  // same data directory and flags (new free ports: read http_url() and
+  // listen() again); returns the time from its start to its ready line
+  // (about 10 ms resolution). Its earlier output stays as server.out.1 and
+  // server.log.1.
+  absl::StatusOr<absl::Duration> restart();
 
   pid_t pid() const { return pid_; }
   const std::string& http_url() const { return http_url_; }  // http://127.0.0.1:PORT
@@ -76,8 +87,10 @@ class ServerProcess {
   std::string log_tail(std::size_t lines = 20) const;
 
  private:
+  absl::Status launch();  // runs the binary in dir_ and waits for its ready line
   SpawnOptions options_;
   std::string dir_;
+  absl::Time ready_at_ = absl::InfinitePast();
   pid_t pid_ = -1;
   std::string http_url_;
   std::string listen_;

@@ -9,7 +9,10 @@
 #      with a steady --rate;
 #   3. bad flags exit 2 with a message naming the flag;
 #   4. a job that runs twice (a manual trigger before its instant, then its
-#      scheduled run) fails the check: exit 1, the job named with its 2 runs.
+#      scheduled run) fails the check: exit 1, the job named with its 2 runs;
+#   5. recurring jobs (--every, --for) beside a stored backlog (--stored),
+#      with an idle window and a restart of the spawned server before the
+#      first due instant: every occurrence once, the figures present.
 KAIROS="$1"
 LOAD="$2"
 SINK=""
@@ -31,8 +34,13 @@ expect_usage "--concurrency" --spawn "$KAIROS" --concurrency lots
 expect_usage "--lead" --spawn "$KAIROS" --lead 2h
 expect_usage "--listen" --spawn "$KAIROS" --listen 127.0.0.1:7070
 expect_usage "--bogus" --spawn "$KAIROS" --bogus
+expect_usage "--every and --for" --spawn "$KAIROS" --every 1s
+expect_usage "--for" --spawn "$KAIROS" --every 1s --for 2h
+expect_usage "--stored" --spawn "$KAIROS" --stored 30000000
+expect_usage "--idle and --restart" --server http://127.0.0.1:1 --restart
 "$LOAD" --help >"$work/help.out" 2>&1 || fail "--help failed"
-for flag in --spawn --server --listen --jobs --rate --concurrency --token-file --worker-secret-file --json; do
+for flag in --spawn --server --listen --jobs --rate --concurrency --token-file --worker-secret-file --json \
+  --every --for --stored --idle --restart; do
   grep -q -- "$flag" "$work/help.out" || fail "--help does not document $flag"
 done
 
@@ -80,4 +88,17 @@ exited_within 120 "$load_pid" || fail "kairos-load did not end within 120 s"
 [ "$rc" -eq 1 ] || fail "kairos-load with a job run twice: exit $rc, expected 1: $(cat "$work/twice.out")"
 grep -q "exactly once  NO" "$work/twice.out" && grep -q "$job: 2 runs" "$work/twice.out" ||
   fail "kairos-load did not name the job run twice: $(cat "$work/twice.out")"
+
+# --- 5. recurring jobs, a stored backlog, an idle window, a restart -----------
+timeout 240 "$LOAD" --spawn "$KAIROS" --jobs 40 --every 1s --for 3s --rate 40 --stored 3000 \
+  --idle 1s --restart --concurrency 16 --lead 8s --timeout 120s --json \
+  >"$work/recurring.json" 2>"$work/recurring.log"
+rc=$?
+[ "$rc" -eq 0 ] || fail "kairos-load --every --stored --restart: exit $rc: $(cat "$work/recurring.json" "$work/recurring.log")"
+jq -e '.exactly_once == true and .jobs_verified == 40 and .occurrences_per_job == 3
+       and .runs_expected == 120 and .runs_completed == 120 and .stored == 3000
+       and (.server_idle_cpu_per_s | type) == "number"
+       and .restart_ready_line_seconds > 0
+       and .restart_readyz_seconds >= .restart_ready_line_seconds' "$work/recurring.json" >/dev/null ||
+  fail "kairos-load --every --stored --restart: unexpected report: $(cat "$work/recurring.json")"
 echo "PASS"
