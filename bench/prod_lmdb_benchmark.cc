@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/lmdb_bench_store.h"
 #include "core/base/check.h"
 #include "core/base/key_codec.h"
 #include "core/ports/random.h"
@@ -22,56 +23,7 @@
 namespace kairos {
 namespace {
 
-class Store {
- public:
-  explicit Store(std::size_t max_batch = 4096) {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/kairos-bench-XXXXXX";
-    KAIROS_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    dir_ = tmpl;
-    LmdbOptions o;
-    o.path = dir_;
-    o.initial_map_size = std::size_t{1} << 30;
-    o.max_batch = max_batch;
-    auto s = LmdbStorage::Open(o, clock_, timers_);
-    KAIROS_CHECK(s.ok());
-    store_ = std::move(s).value();
-  }
-  ~Store() {
-    store_.reset();
-    io_.poll();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  // Submits every body at once and waits for all results.
-  void run_all(std::vector<TxnBody> bodies, TxnMode mode = TxnMode::kReadWrite) {
-    std::size_t left = bodies.size();
-    for (auto& b : bodies)
-      store_->transact(
-          std::move(b),
-          [&](TxnResult r) {
-            KAIROS_CHECK(r.committed());
-            --left;
-          },
-          mode);
-    while (left > 0) io_.run_one();
-  }
-  void run(TxnBody body, TxnMode mode = TxnMode::kReadWrite) {
-    std::vector<TxnBody> v;
-    v.push_back(std::move(body));
-    run_all(std::move(v), mode);
-  }
-  LmdbStorage& store() { return *store_; }
-
- private:
-  std::string dir_;
-  SystemClock clock_;
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
-      boost::asio::make_work_guard(io_);
-  AsioTimers timers_{io_};
-  std::unique_ptr<LmdbStorage> store_;
-};
+using Store = LmdbBenchStore;
 
 const std::string kValue(100, 'v');
 

@@ -475,8 +475,9 @@ int run(int argc, char** argv) {
   }
   if (!create_error.empty()) return fail(create_error);
   const absl::Time created_until = absl::Now();
-  const double server_cpu_after_create =
-      spawned ? process_figures(spawned->pid()).value_or(ProcessFigures{}).cpu_seconds : 0;
+  const ProcessFigures server_created =
+      spawned ? process_figures(spawned->pid()).value_or(ProcessFigures{}) : ProcessFigures{};
+  const double server_cpu_after_create = server_created.cpu_seconds;
 
   // --idle: the server's CPU while it holds every job and none is due.
   std::optional<double> idle_cpu_per_s;
@@ -611,6 +612,7 @@ int run(int argc, char** argv) {
       out["server_cpu_seconds"] = *server_cpu;
       out["server_cpu_us_per_run"] = *server_cpu * 1e6 / std::max<double>(1, rec.accepted);
       out["server_create_cpu_seconds"] = *server_create_cpu;
+      out["server_rss_anon_bytes_created"] = server_created.rss_anon_bytes;
       out["server_rss_bytes"] = server_after->rss_bytes;
       out["server_rss_anon_bytes"] = server_after->rss_anon_bytes;
       out["store_bytes"] = store_bytes;
@@ -635,6 +637,11 @@ int run(int argc, char** argv) {
         spawned ? " (spawned)" : "");
     std::printf("  created       %.1f s, %.0f jobs/s (POST /v1/jobs:batch of %u, %u in flight)\n",
                 create_s, static_cast<double>(to_create) / create_s, f.batch, f.create_parallel);
+    if (spawned)
+      std::printf(
+          "  after that    server RSS %.0f MiB (%.0f MiB without the store's mapped pages)\n",
+          static_cast<double>(server_created.rss_bytes) / (1 << 20),
+          static_cast<double>(server_created.rss_anon_bytes) / (1 << 20));
     if (idle_cpu_per_s)
       std::printf(
           "  idle          %.1f ms of server CPU per second over %s, nothing due (resolution "

@@ -1,6 +1,7 @@
 #include "prod/store/lmdb_file_check.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,17 +47,17 @@ constexpr std::uint16_t kNodeSub = 0x02;  // value is a named database record
 constexpr std::uint16_t kNodeDup = 0x04;  // duplicate-sorted values
 constexpr std::uint16_t kDbDupSort = 0x04;
 
-std::uint16_t ld16(const std::string& b, std::size_t at) {
+std::uint16_t ld16(std::string_view b, std::size_t at) {
   std::uint16_t v;
   std::memcpy(&v, b.data() + at, sizeof v);
   return v;
 }
-std::uint32_t ld32(const std::string& b, std::size_t at) {
+std::uint32_t ld32(std::string_view b, std::size_t at) {
   std::uint32_t v;
   std::memcpy(&v, b.data() + at, sizeof v);
   return v;
 }
-std::uint64_t ld64(const std::string& b, std::size_t at) {
+std::uint64_t ld64(std::string_view b, std::size_t at) {
   std::uint64_t v;
   std::memcpy(&v, b.data() + at, sizeof v);
   return v;
@@ -69,7 +70,7 @@ struct Db {
   std::uint64_t root = kInvalidPage;
 };
 
-Db parse_db(const std::string& b, std::size_t at) {
+Db parse_db(std::string_view b, std::size_t at) {
   Db d;
   d.pad = ld32(b, at);
   d.flags = ld16(b, at + 4);
@@ -99,6 +100,11 @@ class Checker {
  public:
   Checker(std::string file, int fd, std::uint64_t size)
       : file_(std::move(file)), fd_(fd), size_(size) {}
+  ~Checker() {
+    if (map_ != nullptr) ::munmap(const_cast<char*>(map_), map_len_);
+  }
+  Checker(const Checker&) = delete;
+  Checker& operator=(const Checker&) = delete;
 
   absl::Status run() {
     Meta m0 = read_meta(0);
@@ -141,6 +147,17 @@ class Checker {
       return truncated(absl::StrFormat(
           "%d bytes, but its meta page (transaction %d) claims %d pages of %d bytes (%d bytes)",
           size_, m.txnid, last_page_ + 1, psize_, (last_page_ + 1) * psize_));
+    // Every page the walk reads lies within the pages the file was just
+    // found to hold, so a read-only map of them serves the walk without a
+    // read() and a copy per page (it cannot fault past the end of the file
+    // unless another process shrinks the file meanwhile, which would make
+    // LMDB's own map fault as well). Without a map the walk reads.
+    map_len_ = static_cast<std::size_t>((last_page_ + 1) * psize_);
+    void* map = ::mmap(nullptr, map_len_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (map != MAP_FAILED)
+      map_ = static_cast<const char*>(map);
+    else
+      map_len_ = 0;
     seen_.assign(last_page_ + 1, false);
     seen_[0] = seen_[1] = true;
     if (absl::Status s = walk_db(m.free_db, Kind::kFree, "the free-page database"); !s.ok())
@@ -164,6 +181,18 @@ class Checker {
     m.last_page = ld64(b, kPageHeader + 24 + 2 * kDbRecord);
     m.txnid = ld64(b, kPageHeader + 24 + 2 * kDbRecord + 8);
     return m;
+  }
+
+  // The `n` bytes at `offset`: a view of the map when they lie in it, else
+  // read into `buf`; false when the file ends first.
+  bool view_at(std::uint64_t offset, std::size_t n, std::string& buf, std::string_view& out) {
+    if (map_ != nullptr && offset <= map_len_ && n <= map_len_ - offset) {
+      out = std::string_view(map_ + offset, n);
+      return true;
+    }
+    if (!read_at(offset, n, buf)) return false;
+    out = buf;
+    return true;
   }
 
   // Reads exactly `n` bytes at `offset`; false when the file ends first.
@@ -230,8 +259,10 @@ class Checker {
 
   absl::Status walk_page(std::uint64_t page, int level, int depth, Kind kind) {
     if (!claim(page, 1)) return bad_page(page, "reached twice (a cycle or shared page)");
-    std::string b;
-    if (!read_at(page * psize_, psize_, b)) return truncated("a page ends past the end of file");
+    std::string buf;
+    std::string_view b;
+    if (!view_at(page * psize_, psize_, buf, b))
+      return truncated("a page ends past the end of file");
     if (ld64(b, 0) != page)
       return bad_page(page, absl::StrFormat("its header names page %d", ld64(b, 0)));
     const std::uint16_t type = ld16(b, 10) & kPageTypes;
@@ -279,7 +310,7 @@ class Checker {
       } else {
         if (data_at + data_size > psize_)
           return bad_page(page, absl::StrFormat("the value of node %d overruns the page", i));
-        if (kind != Kind::kNamed) value = b.substr(data_at, data_size);
+        if (kind != Kind::kNamed) value.assign(b.substr(data_at, data_size));
       }
       if ((flags & kNodeSub) != 0) {
         if (kind != Kind::kMain || (flags & kNodeBig) != 0 || data_size != kDbRecord)
@@ -301,8 +332,9 @@ class Checker {
     if (first < 2 || first > last_page_)
       return bad_page(page, absl::StrFormat("node %d: its value at page %d, outside pages 2..%d",
                                             node, first, last_page_));
-    std::string h;
-    if (!read_at(first * psize_, kPageHeader, h))
+    std::string buf;
+    std::string_view h;
+    if (!view_at(first * psize_, kPageHeader, buf, h))
       return truncated("an overflow page ends past the end of file");
     const std::uint64_t pages = ld32(h, 12);
     if (ld64(h, 0) != first || (ld16(h, 10) & kPageTypes) != kPageOverflow || pages == 0 ||
@@ -335,6 +367,8 @@ class Checker {
   const std::string file_;
   const int fd_;
   const std::uint64_t size_;
+  const char* map_ = nullptr;  // pages 0..last_page_ of the file, read-only
+  std::size_t map_len_ = 0;
   std::uint64_t psize_ = 0;
   std::uint64_t last_page_ = 0;
   std::vector<bool> seen_;
