@@ -48,6 +48,9 @@ class ByteWriter {
   ByteWriter& duration(absl::Duration d);
   // Appends raw bytes with no length prefix.
   ByteWriter& raw(std::string_view s);
+  // Room for `n` bytes in all: an encoder that knows about how long its
+  // record is takes one allocation instead of one per doubling.
+  void reserve(std::size_t n) { out_.reserve(n); }
 
   std::size_t size() const { return out_.size(); }
   const std::string& data() const { return out_; }

@@ -10,8 +10,12 @@ KeyBuilder& KeyBuilder::tag(std::uint8_t t) {
 }
 
 namespace {
+// Big-endian, built in a local buffer and appended once (one capacity check
+// per component instead of one per byte).
 void put_be(std::string& out, std::uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  char buf[8];
+  for (int i = 0; i < bytes; ++i) buf[i] = static_cast<char>((v >> (8 * (bytes - 1 - i))) & 0xFF);
+  out.append(buf, static_cast<std::size_t>(bytes));
 }
 }  // namespace
 
@@ -34,12 +38,14 @@ KeyBuilder& KeyBuilder::i64(std::int64_t v) {
 KeyBuilder& KeyBuilder::time(absl::Time t) { return i64(to_unix_micros(t)); }
 
 KeyBuilder& KeyBuilder::str(std::string_view s) {
-  for (char c : s) {
-    out_.push_back(c);
-    if (c == '\0') out_.push_back(static_cast<char>(0xFF));
+  // Each run of bytes up to and including a 0x00 is appended at once, the
+  // 0x00's escape after it.
+  for (std::size_t nul; (nul = s.find('\0')) != std::string_view::npos; s.remove_prefix(nul + 1)) {
+    out_.append(s.data(), nul + 1);
+    out_.push_back(static_cast<char>(0xFF));
   }
-  out_.push_back('\0');
-  out_.push_back('\x01');
+  out_.append(s.data(), s.size());
+  out_.append("\0\x01", 2);
   return *this;
 }
 
@@ -81,26 +87,25 @@ absl::StatusOr<absl::Time> KeyReader::time() {
 }
 
 absl::StatusOr<std::string> KeyReader::str() {
+  // Runs of plain bytes are copied at once; `in` is consumed into in_ only
+  // when the whole string decoded.
   std::string out;
-  for (std::size_t i = 0; i < in_.size(); ++i) {
-    const char c = in_[i];
-    if (c != '\0') {
-      out.push_back(c);
-      continue;
-    }
-    if (i + 1 >= in_.size()) return absl::InvalidArgumentError("key: string without terminator");
-    const auto next = static_cast<std::uint8_t>(in_[i + 1]);
+  for (std::string_view in = in_;;) {
+    const std::size_t nul = in.find('\0');
+    if (nul == std::string_view::npos || nul + 1 >= in.size())
+      return absl::InvalidArgumentError("key: string without terminator");
+    out.append(in.data(), nul);
+    const auto next = static_cast<std::uint8_t>(in[nul + 1]);
     if (next == 0x01) {
-      in_.remove_prefix(i + 2);
+      in_ = in.substr(nul + 2);
       return out;
     }
     if (next != 0xFF)
       return absl::InvalidArgumentError(
           absl::StrCat("key: bad string escape 0x00 0x", absl::Hex(next)));
     out.push_back('\0');
-    ++i;
+    in.remove_prefix(nul + 2);
   }
-  return absl::InvalidArgumentError("key: string without terminator");
 }
 
 absl::Status KeyReader::expect_end() const {

@@ -23,6 +23,19 @@ static_assert(kMaxPriority - kMinPriority < 256);
 static_assert(kMaxShards > 0);
 
 namespace {
+// A builder with room for `fixed` bytes besides the escaped string `id`
+// (its terminator included): the key is built with one allocation instead
+// of one per doubling of its string. The bytes are the same.
+KeyBuilder sized(std::size_t fixed, std::string_view id) {
+  std::string out;
+  out.reserve(fixed + id.size() + 2);
+  return KeyBuilder(std::move(out));
+}
+// The key a builder holds, moved out (build() on the reference a chain of
+// appends returns would copy it).
+std::string take(KeyBuilder& b) { return std::move(b).build(); }
+// The fixed bytes of a run suffix (incarnation, nominal).
+constexpr std::size_t kRunSuffix = 16;
 KeyBuilder& run_suffix(KeyBuilder& b, const RunId& id) {
   return b.str(id.job_id).u64(id.incarnation).time(id.nominal);
 }
@@ -42,8 +55,8 @@ absl::StatusOr<RunId> read_run_suffix(KeyReader& r) {
 }
 }  // namespace
 
-std::string shard_count() { return KeyBuilder().tag(kMeta).str("kairos.shard_count").build(); }
-std::string encode_shard_count(std::uint32_t n) { return KeyBuilder().u32(n).build(); }
+std::string shard_count() { return take(KeyBuilder().tag(kMeta).str("kairos.shard_count")); }
+std::string encode_shard_count(std::uint32_t n) { return take(KeyBuilder().u32(n)); }
 absl::StatusOr<std::uint32_t> decode_shard_count(std::string_view v) {
   KeyReader r(v);
   KAIROS_ASSIGN_OR_RETURN(auto n, r.u32());
@@ -53,42 +66,42 @@ absl::StatusOr<std::uint32_t> decode_shard_count(std::string_view v) {
   return n;
 }
 
-std::string job(std::string_view id) { return KeyBuilder().tag(kJob).str(id).build(); }
+std::string job(std::string_view id) { return take(KeyBuilder().tag(kJob).str(id)); }
 Range all_jobs() {
-  std::string b = KeyBuilder().tag(kJob).build();
+  std::string b = take(KeyBuilder().tag(kJob));
   return {b, prefix_end(b)};
 }
-std::string counters(std::string_view id) { return KeyBuilder().tag(kCounters).str(id).build(); }
+std::string counters(std::string_view id) { return take(KeyBuilder().tag(kCounters).str(id)); }
 
 std::string due(std::uint32_t shard, absl::Time due_at, std::string_view id) {
-  return KeyBuilder().tag(kDue).u32(shard).time(due_at).str(id).build();
+  return take(sized(1 + 4 + 8, id).tag(kDue).u32(shard).time(due_at).str(id));
 }
 Range due_of(std::uint32_t shard) {
-  std::string b = KeyBuilder().tag(kDue).u32(shard).build();
+  std::string b = take(KeyBuilder().tag(kDue).u32(shard));
   return {b, prefix_end(b)};
 }
 Range due_until(std::uint32_t shard, absl::Time until) {
-  std::string b = KeyBuilder().tag(kDue).u32(shard).build();
-  std::string e = KeyBuilder().tag(kDue).u32(shard).time(until + absl::Microseconds(1)).build();
+  std::string b = take(KeyBuilder().tag(kDue).u32(shard));
+  std::string e = take(KeyBuilder().tag(kDue).u32(shard).time(until + absl::Microseconds(1)));
   return {std::move(b), std::move(e)};
 }
 
 std::string run(const RunId& id) {
-  KeyBuilder b;
+  KeyBuilder b = sized(1 + kRunSuffix, id.job_id);
   b.tag(kRun);
-  return run_suffix(b, id).build();
+  return take(run_suffix(b, id));
 }
 Range runs_of(std::string_view id, std::uint64_t incarnation) {
-  std::string b = KeyBuilder().tag(kRun).str(id).u64(incarnation).build();
+  std::string b = take(KeyBuilder().tag(kRun).str(id).u64(incarnation));
   return {b, prefix_end(b)};
 }
 std::string open_run(const RunId& id) {
-  KeyBuilder b;
+  KeyBuilder b = sized(1 + kRunSuffix, id.job_id);
   b.tag(kOpen);
-  return run_suffix(b, id).build();
+  return take(run_suffix(b, id));
 }
 Range open_runs_of(std::string_view id, std::uint64_t incarnation) {
-  std::string b = KeyBuilder().tag(kOpen).str(id).u64(incarnation).build();
+  std::string b = take(KeyBuilder().tag(kOpen).str(id).u64(incarnation));
   return {b, prefix_end(b)};
 }
 
@@ -98,36 +111,36 @@ std::uint8_t priority_band(std::int32_t priority) {
 }
 std::string ready(std::uint32_t shard, std::int32_t priority, absl::Time ready_at,
                   const RunId& id) {
-  KeyBuilder b;
+  KeyBuilder b = sized(1 + 4 + 1 + 8 + kRunSuffix, id.job_id);
   b.tag(kReady).u32(shard).u8(priority_band(priority)).time(ready_at);
-  return run_suffix(b, id).build();
+  return take(run_suffix(b, id));
 }
 Range ready_until(std::uint32_t shard, std::uint8_t band, absl::Time until) {
-  std::string b = KeyBuilder().tag(kReady).u32(shard).u8(band).build();
+  std::string b = take(KeyBuilder().tag(kReady).u32(shard).u8(band));
   std::string e =
-      KeyBuilder().tag(kReady).u32(shard).u8(band).time(until + absl::Microseconds(1)).build();
+      take(KeyBuilder().tag(kReady).u32(shard).u8(band).time(until + absl::Microseconds(1)));
   return {std::move(b), std::move(e)};
 }
 Range ready_of(std::uint32_t shard) {
-  std::string b = KeyBuilder().tag(kReady).u32(shard).build();
+  std::string b = take(KeyBuilder().tag(kReady).u32(shard));
   return {b, prefix_end(b)};
 }
 std::string expiry(std::uint32_t shard, absl::Time expiry, const RunId& id) {
-  KeyBuilder b;
+  KeyBuilder b = sized(1 + 4 + 8 + kRunSuffix, id.job_id);
   b.tag(kExpiry).u32(shard).time(expiry);
-  return run_suffix(b, id).build();
+  return take(run_suffix(b, id));
 }
 Range expiry_until(std::uint32_t shard, absl::Time until) {
-  std::string b = KeyBuilder().tag(kExpiry).u32(shard).build();
-  std::string e = KeyBuilder().tag(kExpiry).u32(shard).time(until + absl::Microseconds(1)).build();
+  std::string b = take(KeyBuilder().tag(kExpiry).u32(shard));
+  std::string e = take(KeyBuilder().tag(kExpiry).u32(shard).time(until + absl::Microseconds(1)));
   return {std::move(b), std::move(e)};
 }
 std::string sweep(std::uint32_t shard, absl::Time cancelled_at, std::string_view id) {
-  return KeyBuilder().tag(kSweep).u32(shard).time(cancelled_at).str(id).build();
+  return take(KeyBuilder().tag(kSweep).u32(shard).time(cancelled_at).str(id));
 }
 Range sweep_until(std::uint32_t shard, absl::Time until) {
-  return {KeyBuilder().tag(kSweep).u32(shard).build(),
-          KeyBuilder().tag(kSweep).u32(shard).time(until + absl::Microseconds(1)).build()};
+  return {take(KeyBuilder().tag(kSweep).u32(shard)),
+          take(KeyBuilder().tag(kSweep).u32(shard).time(until + absl::Microseconds(1)))};
 }
 absl::StatusOr<SweepKey> parse_sweep(std::string_view key) {
   KeyReader r(key);
@@ -139,21 +152,21 @@ absl::StatusOr<SweepKey> parse_sweep(std::string_view key) {
   KAIROS_RETURN_IF_ERROR(r.expect_end());
   return k;
 }
-std::string leader(std::uint32_t shard) { return KeyBuilder().tag(kLeader).u32(shard).build(); }
-std::string node(std::string_view id) { return KeyBuilder().tag(kNode).str(id).build(); }
+std::string leader(std::uint32_t shard) { return take(KeyBuilder().tag(kLeader).u32(shard)); }
+std::string node(std::string_view id) { return take(KeyBuilder().tag(kNode).str(id)); }
 Range all_nodes() {
-  std::string b = KeyBuilder().tag(kNode).build();
+  std::string b = take(KeyBuilder().tag(kNode));
   return {b, prefix_end(b)};
 }
 std::string ledger(std::string_view id, absl::Time nominal, std::uint64_t incarnation) {
-  return KeyBuilder().tag(kLedger).str(id).time(nominal).u64(incarnation).build();
+  return take(sized(1 + 8 + 8, id).tag(kLedger).str(id).time(nominal).u64(incarnation));
 }
 Range ledger_between(std::string_view id, absl::Time from, absl::Time to) {
-  return {KeyBuilder().tag(kLedger).str(id).time(from).build(),
-          KeyBuilder().tag(kLedger).str(id).time(to).build()};
+  return {take(KeyBuilder().tag(kLedger).str(id).time(from)),
+          take(KeyBuilder().tag(kLedger).str(id).time(to))};
 }
 Range ledger_of(std::string_view id) {
-  std::string b = KeyBuilder().tag(kLedger).str(id).build();
+  std::string b = take(KeyBuilder().tag(kLedger).str(id));
   return {b, prefix_end(b)};
 }
 

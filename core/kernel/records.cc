@@ -95,6 +95,10 @@ std::string idempotency_key(const RunId& id) {
 }
 
 namespace {
+// The bytes encode(RunRecord) writes besides its strings (each string adds
+// its length), and those of each attempt: the reserve below, not the format.
+constexpr std::size_t kRunRecordFixedSize = 136;
+constexpr std::size_t kAttemptFixedSize = 41;
 
 // Reads the version byte: kOldestRecordVersion..kRecordVersion, else DataLoss.
 absl::StatusOr<std::uint8_t> read_version(ByteReader& r, std::string_view record) {
@@ -152,6 +156,9 @@ absl::StatusOr<JobPolicy> decode_job_policy(ByteReader& r) {
 
 std::string encode(const JobRecord& j) {
   ByteWriter w;
+  // Room for the fixed fields and a typical payload: one allocation for most
+  // jobs (a larger one grows from there).
+  w.reserve(512 + j.spec.id.size() + j.spec.ns.size());
   w.u8(kRecordVersion).str(j.spec.id);
   encode_schedule(w, j.spec.schedule);
   encode_payload(w, j.spec.payload);
@@ -229,6 +236,11 @@ absl::StatusOr<JobCounters> decode_counters(std::string_view bytes) {
 
 std::string encode(const RunRecord& x) {
   ByteWriter w;
+  // Room for the whole record: one allocation.
+  std::size_t size = kRunRecordFixedSize + x.id.job_id.size() + x.owner.size() + x.detail.size();
+  for (const AttemptRecord& a : x.attempts)
+    size += kAttemptFixedSize + a.worker.size() + a.output.size();
+  w.reserve(size);
   w.u8(kRecordVersion).str(x.id.job_id).u64(x.id.incarnation).time(x.id.nominal);
   w.u32(x.shard).time(x.due_at).u32(x.attempt).u8(static_cast<std::uint8_t>(x.state));
   w.i32(x.priority).time(x.ready_at).u64(x.token).str(x.owner).time(x.lease_expiry);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -164,21 +165,75 @@ class TxnHandle {
   MDB_txn* txn_ = nullptr;
 };
 
-// A cursor, closed in the destructor (always before its transaction ends).
-class Cursor {
+// One LMDB cursor shared by every scan of the bodies that run on one LMDB
+// transaction (a write group's parent, or a read snapshot): opened at the
+// first scan, positioned afresh by each, and closed before the transaction
+// ends. mdb_cursor_open allocates, so opening one per scan cost an
+// allocation pair per scan.
+class SharedCursor {
  public:
-  Cursor() = default;
-  ~Cursor() {
-    if (cursor_ != nullptr) mdb_cursor_close(cursor_);
+  SharedCursor(MDB_txn* txn, MDB_dbi dbi) : txn_(txn), dbi_(dbi) {}
+  ~SharedCursor() { close(); }
+  SharedCursor(const SharedCursor&) = delete;
+  SharedCursor& operator=(const SharedCursor&) = delete;
+  // The cursor, opened on first use; 0 or the LMDB error of opening it.
+  int get(MDB_cursor** out) {
+    if (cursor_ == nullptr) {
+      if (const int rc = mdb_cursor_open(txn_, dbi_, &cursor_); rc != 0) {
+        cursor_ = nullptr;
+        return rc;
+      }
+    }
+    *out = cursor_;
+    return 0;
   }
-  Cursor(const Cursor&) = delete;
-  Cursor& operator=(const Cursor&) = delete;
-  int open(MDB_txn* txn, MDB_dbi dbi) { return mdb_cursor_open(txn, dbi, &cursor_); }
-  MDB_cursor* get() const { return cursor_; }
+  // Must be called before the transaction commits or aborts.
+  void close() {
+    if (cursor_ != nullptr) mdb_cursor_close(std::exchange(cursor_, nullptr));
+  }
 
  private:
+  MDB_txn* txn_;
+  MDB_dbi dbi_;
   MDB_cursor* cursor_ = nullptr;
 };
+
+}  // namespace
+
+namespace lmdb_internal {
+
+// Scratch memory for the overlay of the body that runs now (see LmdbTxn):
+// its map nodes and the bytes of its keys and values are bump-allocated
+// here and dropped together when the next body starts, instead of three
+// heap allocations per buffered write. The first block is kept for the
+// store's life; a body that buffers more spills into blocks taken from the
+// heap, returned at the reset. Writer thread only.
+class OverlayArena {
+ public:
+  OverlayArena() : first_(new char[kFirstBlock]), resource_(first_.get(), kFirstBlock) {}
+  std::pmr::memory_resource* resource() { return &resource_; }
+  // A copy of `s` in the arena, valid until reset().
+  std::string_view copy(std::string_view s) {
+    if (s.empty()) return std::string_view("");  // never a null pointer for LMDB
+    char* p = static_cast<char*>(resource_.allocate(s.size(), 1));
+    std::memcpy(p, s.data(), s.size());
+    return std::string_view(p, s.size());
+  }
+  // Frees everything allocated since the last reset; nothing allocated here
+  // may be in use.
+  void reset() { resource_.release(); }
+
+ private:
+  static constexpr std::size_t kFirstBlock = std::size_t{1} << 20;
+  std::unique_ptr<char[]> first_;
+  std::pmr::monotonic_buffer_resource resource_;
+};
+
+}  // namespace lmdb_internal
+
+namespace {
+
+using lmdb_internal::OverlayArena;
 
 // The Txn a body sees. The first LMDB error dooms the transaction: later
 // reads return nothing, later writes are ignored, and the store reports the
@@ -194,8 +249,15 @@ class Cursor {
 // the largest single item of the writer's profile.
 class LmdbTxn final : public Txn {
  public:
-  LmdbTxn(MDB_txn* txn, MDB_dbi dbi, absl::Time now, TxnMode mode)
-      : txn_(txn), dbi_(dbi), now_(now), mode_(mode) {}
+  LmdbTxn(MDB_txn* txn, MDB_dbi dbi, SharedCursor& cursor, OverlayArena& arena, absl::Time now,
+          TxnMode mode)
+      : txn_(txn),
+        dbi_(dbi),
+        cursor_(cursor),
+        arena_(arena),
+        now_(now),
+        mode_(mode),
+        overlay_(arena.resource()) {}
 
   absl::Time now() const override { return now_; }
 
@@ -203,7 +265,10 @@ class LmdbTxn final : public Txn {
     check_key_limits(key);
     if (doomed()) return std::nullopt;
     if (!overlay_.empty()) {
-      if (auto it = overlay_.find(key); it != overlay_.end()) return it->second;
+      if (auto it = overlay_.find(key); it != overlay_.end()) {
+        if (!it->second) return std::nullopt;
+        return std::string(*it->second);
+      }
     }
     MDB_val k = to_val(key);
     MDB_val v;
@@ -221,8 +286,8 @@ class LmdbTxn final : public Txn {
     KAIROS_CHECK(limit > 0);
     std::vector<KeyValue> out;
     if (doomed() || (!end.empty() && end <= begin)) return out;
-    Cursor cursor;
-    int rc = cursor.open(txn_, dbi_);
+    MDB_cursor* cursor = nullptr;
+    int rc = cursor_.get(&cursor);
     if (rc != 0) {
       doom("mdb_cursor_open", rc);
       return out;
@@ -233,30 +298,29 @@ class LmdbTxn final : public Txn {
       // entry shadows the stored key it equals (a tombstone hides it).
       auto below_end = [&](std::string_view key) { return end.empty() || key < end; };
       auto it = overlay_.lower_bound(begin);
-      rc = position_at_or_after(cursor.get(), begin, &k, &v);
+      rc = position_at_or_after(cursor, begin, &k, &v);
       while (out.size() < limit) {
         const bool stored = rc == 0 && below_end(from_val(k));
         const bool buffered = it != overlay_.end() && below_end(it->first);
         if (!stored && !buffered) break;
         if (buffered && (!stored || it->first <= from_val(k))) {
-          if (stored && it->first == from_val(k))
-            rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_NEXT);
-          if (it->second) out.push_back({it->first, *it->second});
+          if (stored && it->first == from_val(k)) rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT);
+          if (it->second) out.push_back({std::string(it->first), std::string(*it->second)});
           ++it;
         } else {
           out.push_back({std::string(from_val(k)), std::string(from_val(v))});
-          rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_NEXT);
+          rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT);
         }
       }
     } else {
       if (end.empty()) {
-        rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_LAST);
+        rc = mdb_cursor_get(cursor, &k, &v, MDB_LAST);
       } else {
-        rc = position_at_or_after(cursor.get(), end, &k, &v);
+        rc = position_at_or_after(cursor, end, &k, &v);
         if (rc == 0) {
-          rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_PREV);  // first key < end
+          rc = mdb_cursor_get(cursor, &k, &v, MDB_PREV);  // first key < end
         } else if (rc == MDB_NOTFOUND) {
-          rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_LAST);  // every key < end
+          rc = mdb_cursor_get(cursor, &k, &v, MDB_LAST);  // every key < end
         }
       }
       // The same merge, descending: `it` is one past the next overlay entry.
@@ -267,12 +331,11 @@ class LmdbTxn final : public Txn {
         if (!stored && !buffered) break;
         if (buffered && (!stored || std::prev(it)->first >= from_val(k))) {
           --it;
-          if (stored && it->first == from_val(k))
-            rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_PREV);
-          if (it->second) out.push_back({it->first, *it->second});
+          if (stored && it->first == from_val(k)) rc = mdb_cursor_get(cursor, &k, &v, MDB_PREV);
+          if (it->second) out.push_back({std::string(it->first), std::string(*it->second)});
         } else {
           out.push_back({std::string(from_val(k)), std::string(from_val(v))});
-          rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_PREV);
+          rc = mdb_cursor_get(cursor, &k, &v, MDB_PREV);
         }
       }
     }
@@ -284,22 +347,14 @@ class LmdbTxn final : public Txn {
     check_write();
     check_key_limits(key, value);
     if (doomed()) return;
-    if (auto it = overlay_.find(key); it != overlay_.end()) {
-      it->second.emplace(value);
-    } else {
-      overlay_.emplace(std::string(key), std::string(value));
-    }
+    buffer(key, arena_.copy(value));
   }
 
   void erase(std::string_view key) override {
     check_write();
     check_key_limits(key);
     if (doomed()) return;
-    if (auto it = overlay_.find(key); it != overlay_.end()) {
-      it->second.reset();
-    } else {
-      overlay_.emplace(std::string(key), std::nullopt);
-    }
+    buffer(key, std::nullopt);
   }
 
   void erase_range(std::string_view begin, std::string_view end) override {
@@ -309,18 +364,18 @@ class LmdbTxn final : public Txn {
     for (auto it = overlay_.lower_bound(begin);
          it != overlay_.end() && (end.empty() || it->first < end); ++it)
       it->second.reset();
-    Cursor cursor;
-    int rc = cursor.open(txn_, dbi_);
+    MDB_cursor* cursor = nullptr;
+    int rc = cursor_.get(&cursor);
     if (rc != 0) {
       doom("mdb_cursor_open", rc);
       return;
     }
     MDB_val k, v;
-    for (rc = position_at_or_after(cursor.get(), begin, &k, &v); rc == 0;
-         rc = mdb_cursor_get(cursor.get(), &k, &v, MDB_NEXT)) {
+    for (rc = position_at_or_after(cursor, begin, &k, &v); rc == 0;
+         rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
       const std::string_view key = from_val(k);
       if (!end.empty() && key >= end) break;
-      overlay_.insert_or_assign(std::string(key), std::nullopt);
+      buffer(key, std::nullopt);
     }
     if (rc != 0 && rc != MDB_NOTFOUND) doom("mdb_cursor_get in erase_range", rc);
   }
@@ -351,6 +406,16 @@ class LmdbTxn final : public Txn {
   const absl::Status& error() const { return error_; }
 
  private:
+  // Sets the overlay's entry for `key` (one tree search; the key is copied
+  // into the arena only when it is new).
+  void buffer(std::string_view key, std::optional<std::string_view> value) {
+    auto it = overlay_.lower_bound(key);
+    if (it != overlay_.end() && it->first == key) {
+      it->second = value;
+    } else {
+      overlay_.emplace_hint(it, arena_.copy(key), value);
+    }
+  }
   void check_write() const {
     KAIROS_CHECK_MSG(mode_ == TxnMode::kReadWrite, "write in a read-only transaction");
   }
@@ -367,12 +432,15 @@ class LmdbTxn final : public Txn {
 
   MDB_txn* txn_;
   MDB_dbi dbi_;
+  SharedCursor& cursor_;  // the scans' cursor, shared with the other bodies on txn_
+  OverlayArena& arena_;   // holds the overlay's nodes, keys and values
   absl::Time now_;
   TxnMode mode_;
   int rc_ = 0;
   absl::Status error_;
-  // Buffered writes of a read-write body: a value, or nullopt for an erase.
-  std::map<std::string, std::optional<std::string>, std::less<>> overlay_;
+  // Buffered writes of a read-write body: a value, or nullopt for an erase;
+  // keys and values point into arena_.
+  std::pmr::map<std::string_view, std::optional<std::string_view>, std::less<>> overlay_;
 };
 
 TxnResult unavailable(absl::Status status) {
@@ -829,7 +897,11 @@ absl::StatusOr<std::unique_ptr<LmdbStorage::Env>> LmdbStorage::OpenDirectory(
 
 LmdbStorage::LmdbStorage(LmdbOptions options, const Clock& clock, Timers& loop,
                          std::unique_ptr<Env> env)
-    : options_(std::move(options)), clock_(clock), loop_(loop), env_(std::move(env)) {
+    : options_(std::move(options)),
+      clock_(clock),
+      loop_(loop),
+      env_(std::move(env)),
+      arena_(std::make_unique<OverlayArena>()) {
   MDB_envinfo info;
   mdb_env_info(env_->env, &info);
   stats_.map_size = info.me_mapsize;
@@ -919,6 +991,8 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
           writes[j]->result = unavailable(store_error(options_.path, "mdb_txn_begin (write)", rc));
       return writes.size();
     }
+    // Declared after `parent`, so destroyed (closed) before it aborts.
+    SharedCursor cursor(parent.get(), env_->data);
     Request* map_full = nullptr;  // the body that ran out of map
     absl::Status map_full_status;
     bool retry = false;
@@ -926,7 +1000,8 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
     for (std::size_t j = begin; j < stop; ++j) {
       Request& r = *writes[j];
       if (r.finished) continue;  // excluded by an earlier attempt
-      LmdbTxn txn(parent.get(), env_->data, clock_.now(), TxnMode::kReadWrite);
+      arena_->reset();           // the previous body's overlay is gone
+      LmdbTxn txn(parent.get(), env_->data, cursor, *arena_, clock_.now(), TxnMode::kReadWrite);
       absl::Status status = r.body(txn);
       if (txn.doomed()) {
         // A read failed. LMDB may have marked the parent failed too, so the
@@ -962,7 +1037,8 @@ std::size_t LmdbStorage::run_write_group(std::vector<Request*>& writes, std::siz
       }
       r.result = TxnResult::Committed();
     }
-    if (retry) continue;  // the parent aborts in its destructor
+    if (retry) continue;  // the cursor closes, then the parent aborts, in their destructors
+    cursor.close();       // before the parent ends
     if (map_full != nullptr) {
       // mdb_env_set_mapsize needs no transaction active: abort first.
       parent.abort();
@@ -1013,7 +1089,8 @@ void LmdbStorage::run_read(Request& r) {
     r.result = unavailable(store_error(options_.path, "mdb_txn_begin (read-only)", rc));
     return;
   }
-  LmdbTxn view(txn.get(), env_->data, clock_.now(), TxnMode::kReadOnly);
+  SharedCursor cursor(txn.get(), env_->data);  // closed before txn aborts
+  LmdbTxn view(txn.get(), env_->data, cursor, *arena_, clock_.now(), TxnMode::kReadOnly);
   absl::Status status = r.body(view);
   if (view.doomed()) {
     r.result = unavailable(body_error(options_.path, view.error_code(), view.error()));

@@ -118,6 +118,10 @@ struct MDB_txn;
 
 namespace kairos {
 
+namespace lmdb_internal {
+class OverlayArena;  // the writer's scratch memory for a body's buffered writes
+}  // namespace lmdb_internal
+
 // The schema this binary writes and understands.
 inline constexpr std::uint32_t kLmdbSchemaVersion = 1;
 // Named databases inside the environment, and the meta records.
@@ -250,6 +254,7 @@ class LmdbStorage final : public Storage {
   const Clock& clock_;
   Timers& loop_;
   std::unique_ptr<Env> env_;
+  std::unique_ptr<lmdb_internal::OverlayArena> arena_;  // writer thread only
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
