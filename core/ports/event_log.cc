@@ -1,6 +1,8 @@
 #include "core/ports/event_log.h"
 
 #include <charconv>
+#include <cstdint>
+#include <limits>
 
 #include "core/base/rfc3339.h"
 
@@ -41,6 +43,70 @@ void append_int(std::string& out, Int v) {
   out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
+// Appends `v` (< 10^width, not 0) as a fraction: a point, then `width`
+// digits zero-padded, trailing zeros dropped.
+void append_fraction(std::string& out, std::uint64_t v, int width) {
+  char buf[10];
+  buf[0] = '.';
+  for (int i = width; i >= 1; --i) {
+    buf[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  int end = width + 1;
+  while (buf[end - 1] == '0') --end;
+  out.append(buf, static_cast<std::size_t>(end));
+}
+
+// The text of absl::FormatDuration ("1h2m3.5s", "250ms", "1.5us", "0"),
+// computed exactly in integers for a whole number of nanoseconds (what every
+// duration the kernel records is); anything else (a quarter nanosecond,
+// beyond +-292 years, infinite) goes to absl::FormatDuration itself.
+void append_duration(std::string& out, absl::Duration d) {
+  const std::int64_t n = absl::ToInt64Nanoseconds(d);
+  if (n == std::numeric_limits<std::int64_t>::min() ||
+      n == std::numeric_limits<std::int64_t>::max() || absl::Nanoseconds(n) != d) {
+    out += absl::FormatDuration(d);
+    return;
+  }
+  if (n == 0) {
+    out.push_back('0');
+    return;
+  }
+  if (n < 0) out.push_back('-');
+  const std::uint64_t v = n < 0 ? static_cast<std::uint64_t>(-n) : static_cast<std::uint64_t>(n);
+  constexpr std::uint64_t kUs = 1'000, kMs = 1'000'000, kS = 1'000'000'000;
+  if (v < kUs) {
+    append_int(out, v);
+    out += "ns";
+  } else if (v < kMs) {
+    append_int(out, v / kUs);
+    if (v % kUs != 0) append_fraction(out, v % kUs, 3);
+    out += "us";
+  } else if (v < kS) {
+    append_int(out, v / kMs);
+    if (v % kMs != 0) append_fraction(out, v % kMs, 6);
+    out += "ms";
+  } else {
+    const std::uint64_t hours = v / (3600 * kS);
+    const std::uint64_t minutes = v / (60 * kS) % 60;
+    const std::uint64_t seconds = v / kS % 60;
+    const std::uint64_t nanos = v % kS;
+    if (hours != 0) {
+      append_int(out, hours);
+      out.push_back('h');
+    }
+    if (minutes != 0) {
+      append_int(out, minutes);
+      out.push_back('m');
+    }
+    if (seconds != 0 || nanos != 0) {
+      append_int(out, seconds);
+      if (nanos != 0) append_fraction(out, nanos, 9);
+      out.push_back('s');
+    }
+  }
+}
+
 struct ValueFormatter {
   std::string& out;
   void operator()(std::int64_t v) const { append_int(out, v); }
@@ -52,7 +118,7 @@ struct ValueFormatter {
       out += v;
   }
   void operator()(absl::Time v) const { append_rfc3339_utc(out, v); }
-  void operator()(absl::Duration v) const { out += absl::FormatDuration(v); }
+  void operator()(absl::Duration v) const { append_duration(out, v); }
 };
 }  // namespace
 

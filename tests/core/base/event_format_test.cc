@@ -3,7 +3,8 @@
 // reference): byte-identical text on edge cases (epoch, negative times, year
 // and leap-day boundaries, fractions with and without trailing zeros,
 // quarter nanoseconds, the years outside 0000..9999, the infinite instants)
-// and on many seeded random instants and events.
+// and on many seeded random instants and events; durations against
+// absl::FormatDuration, which format_event printed them with.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -286,6 +287,72 @@ TEST(EventFormat, RandomEventsMatchTheReference) {
     expected += want + "\n";
   }
   EXPECT_EQ(batch, expected);
+}
+
+std::string formatted_duration(absl::Duration d) {
+  Event e;
+  e.kind = "k";
+  e.with("d", d);
+  const std::string line = format_event(e);
+  return line.substr(line.find(" d=") + 3);
+}
+
+TEST(EventFormat, DurationsMatchAbslFormatDuration) {
+  const absl::Duration quarter = absl::Nanoseconds(1) / 4;
+  std::vector<absl::Duration> edges = {absl::ZeroDuration(),
+                                       absl::Nanoseconds(1),
+                                       absl::Nanoseconds(999),
+                                       absl::Microseconds(1),
+                                       absl::Nanoseconds(1001),
+                                       absl::Nanoseconds(999'999),
+                                       absl::Milliseconds(1),
+                                       absl::Nanoseconds(1'000'001),
+                                       absl::Nanoseconds(999'999'999),
+                                       absl::Seconds(1),
+                                       absl::Nanoseconds(1'000'000'001),
+                                       absl::Seconds(59) + absl::Nanoseconds(999'999'999),
+                                       absl::Minutes(1),
+                                       absl::Hours(1),
+                                       absl::Hours(1) + absl::Seconds(5),
+                                       absl::Hours(1) + absl::Milliseconds(500),
+                                       absl::Hours(25) + absl::Minutes(61),
+                                       absl::Hours(24 * 365 * 292),
+                                       absl::Nanoseconds(std::numeric_limits<std::int64_t>::max()),
+                                       absl::Nanoseconds(std::numeric_limits<std::int64_t>::min()),
+                                       absl::Hours(24 * 365 * 300),
+                                       absl::Seconds(std::numeric_limits<std::int64_t>::max()),
+                                       absl::Seconds(std::numeric_limits<std::int64_t>::min()),
+                                       quarter,
+                                       absl::Microseconds(1) + quarter,
+                                       absl::Seconds(1) + 3 * quarter,
+                                       absl::InfiniteDuration()};
+  for (absl::Duration d : std::vector<absl::Duration>(edges)) edges.push_back(-d);
+  for (absl::Duration d : edges) ASSERT_EQ(formatted_duration(d), absl::FormatDuration(d)) << d;
+  std::mt19937_64 rng(99);
+  std::uniform_int_distribution<int> digits(0, 18);
+  std::uniform_int_distribution<int> shape(0, 4);
+  for (int i = 0; i < 300'000; ++i) {
+    // Magnitudes spread over every unit: up to 10^18 ns (about 31 years).
+    std::int64_t bound = 1;
+    for (int k = digits(rng); k > 0; --k) bound *= 10;
+    std::int64_t n = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(bound)) + 1;
+    switch (shape(rng)) {
+      case 0:
+        n -= n % 1000;
+        break;
+      case 1:
+        n -= n % 1'000'000'000;
+        break;
+      case 2:
+        n = -n;
+        break;
+      default:
+        break;
+    }
+    absl::Duration d = absl::Nanoseconds(n);
+    if (i % 11 == 0) d += quarter;
+    ASSERT_EQ(formatted_duration(d), absl::FormatDuration(d)) << n;
+  }
 }
 
 TEST(EventFormat, KnownLines) {
