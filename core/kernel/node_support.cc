@@ -70,6 +70,15 @@ Counter& EventCounters::of(std::string_view kind) {
   return c;
 }
 
+Counter& LabelledCounters::of(std::string_view value) {
+  for (const Entry& e : entries_)
+    if (e.value == value) return *e.counter;
+  Counter& c = metrics_.counter(
+      absl::StrCat(absl_sv(family_), "{", absl_sv(label_), "=\"", absl_sv(value), "\"}"));
+  entries_.push_back({std::string(value), &c});
+  return c;
+}
+
 void record_event(Event event, absl::Time now, std::string_view who_field, const std::string& who,
                   EventLog& events, Metrics& metrics) {
   stamp(event, now, who_field, who);

@@ -16,7 +16,8 @@
 // registered kind (core/kernel/event_kinds.h): its counter name comes from a
 // table built once per process, and an EventCounters resolves each kind's
 // Counter once per registry, so a hot path pays a short pointer comparison
-// per event instead of a name lookup.
+// per event instead of a name lookup. A LabelledCounters does the same for the
+// values of one label of a family.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +58,33 @@ class EventCounters {
     Counter* counter;
   };
   Metrics& metrics_;
+  std::vector<Entry> entries_;
+};
+
+// The counters of one family with one label, `family{label="value"}`, each
+// resolved on the first use of its value (so a value never counted creates
+// no series) and remembered by the value's text. For a label with a handful
+// of values (a run's outcome): a hot path compares a few short strings
+// instead of building the series name and looking it up. Owner's loop only;
+// the registry must outlive it.
+class LabelledCounters {
+ public:
+  LabelledCounters(Metrics& metrics, std::string_view family, std::string_view label)
+      : metrics_(metrics), family_(family), label_(label) {}
+  LabelledCounters(const LabelledCounters&) = delete;
+  LabelledCounters& operator=(const LabelledCounters&) = delete;
+
+  // The counter `family{label="value"}` in the registry.
+  Counter& of(std::string_view value);
+
+ private:
+  struct Entry {
+    std::string value;
+    Counter* counter;
+  };
+  Metrics& metrics_;
+  const std::string family_;
+  const std::string label_;
   std::vector<Entry> entries_;
 };
 

@@ -127,11 +127,7 @@ std::uint64_t SchedulerNode::epoch(std::uint32_t shard) const {
 }
 
 void SchedulerNode::record(Event event) {
-  if (auto outcome = node_metrics::run_outcome(event))
-    metrics_
-        .counter(
-            absl::StrCat(absl_sv(node_metrics::kRuns), "{outcome=\"", absl_sv(*outcome), "\"}"))
-        .add();
+  if (auto outcome = node_metrics::run_outcome(event)) run_outcome_counters_.of(*outcome).add();
   record_event(std::move(event), clock_.now(), "node", config_.node_id, events_, event_counters_);
 }
 

@@ -95,6 +95,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/lease_config.h"
+#include "core/kernel/node_metrics.h"
 #include "core/kernel/node_support.h"
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/wire.h"
@@ -399,6 +400,8 @@ class SchedulerNode {
   EventLog& events_;
   Metrics& metrics_;
   EventCounters event_counters_{metrics_};  // per-kind counters of record()
+  // kairos_runs_total{outcome=...} of record(), by outcome.
+  LabelledCounters run_outcome_counters_{metrics_, node_metrics::kRuns, "outcome"};
   SchedulerNodeConfig config_;
   JobStore store_;
 

@@ -50,6 +50,9 @@ struct Event {
 // One line of text: `kind name=value ...`, times in RFC 3339 UTC. Stable; used
 // by logs and by the simulator's trace hash.
 std::string format_event(const Event& event);
+// The same line appended to `out` (no newline): a log formats many events
+// into one buffer without a string per event.
+void append_event_line(std::string& out, const Event& event);
 
 class EventLog {
  public:

@@ -37,8 +37,12 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-std::string format_line(const Event &event, LogFormat format) {
-  return format == LogFormat::kJson ? format_event_json(event) : format_event(event);
+// Appends the event's line, without its newline.
+void append_line(std::string &out, const Event &event, LogFormat format) {
+  if (format == LogFormat::kJson)
+    out += format_event_json(event);
+  else
+    append_event_line(out, event);
 }
 
 // Events the writer lets gather before it is woken at once, and how long it
@@ -173,7 +177,7 @@ void LogEventLog::writer_main() {
     lk.unlock();
     chunk.clear();
     for (const Event &e : batch) {
-      chunk += format_line(e, options_.format);
+      append_line(chunk, e, options_.format);
       chunk.push_back('\n');
     }
     batch.clear();
