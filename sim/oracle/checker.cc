@@ -531,6 +531,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kLedgerRetention, ledger_retention},
     {inv::kPausedFiresNothing, paused_fires_nothing},
     {inv::kRescheduleWithdrawsUnclaimed, reschedule_withdraws_unclaimed},
+    {inv::kGenerationMovesWithChanges, generation_moves_with_changes},
     {inv::kExecutionWithinLease, execution_within_lease},
     {inv::kExecutionsNeverOverlap, executions_never_overlap},
     {inv::kDeadlineInsideLease, deadline_inside_lease},

@@ -48,6 +48,7 @@ inline constexpr std::string_view kLedgerRetention = "ledger-retention";
 // The job-control rules (sim/oracle/control_checks.cc).
 inline constexpr std::string_view kPausedFiresNothing = "paused-fires-nothing";
 inline constexpr std::string_view kRescheduleWithdrawsUnclaimed = "reschedule-withdraws-unclaimed";
+inline constexpr std::string_view kGenerationMovesWithChanges = "generation-moves-with-changes";
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
@@ -129,10 +130,14 @@ inline constexpr std::array kInvariants = {
                   "ledger_max_age and never past an open run, and stops short of its budget only "
                   "inside both bounds"},
     InvariantInfo{inv::kPausedFiresNothing,
-                  "(P10) no scheduled run of a job is created while its record says paused"},
+                  "(P10) no scheduled run of a job is created while its record says paused, "
+                  "and a paused record names no next due time"},
     InvariantInfo{inv::kRescheduleWithdrawsUnclaimed,
                   "(P11) a schedule change withdraws, in its own commit, every run of the job "
                   "not yet claimed"},
+    InvariantInfo{inv::kGenerationMovesWithChanges,
+                  "(P13) within an incarnation a job's generation never goes back, and every "
+                  "change of its pause flag or schedule raises it"},
     InvariantInfo{inv::kExecutionWithinLease,
                   "(T1) no attempt executes (true time) after its lease expired by the store's "
                   "clock, unless its worker was paused or its clock outside the bound"},

@@ -212,6 +212,7 @@ void ledger_retention(const History& h, const Replay& r, Findings& out);
 // The job-control rules (sim/oracle/control_checks.cc).
 void paused_fires_nothing(const History& h, const Replay& r, Findings& out);
 void reschedule_withdraws_unclaimed(const History& h, const Replay& r, Findings& out);
+void generation_moves_with_changes(const History& h, const Replay& r, Findings& out);
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 void execution_within_lease(const History& h, const Replay& r, Findings& out);
 void executions_never_overlap(const History& h, const Replay& r, Findings& out);
