@@ -536,6 +536,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kExecutionsNeverOverlap, executions_never_overlap},
     {inv::kDeadlineInsideLease, deadline_inside_lease},
     {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
+    {inv::kRenewalWithinLease, renewal_within_lease},
     {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},

@@ -54,6 +54,7 @@ inline constexpr std::string_view kExecutionWithinLease = "execution-within-leas
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
+inline constexpr std::string_view kRenewalWithinLease = "renewal-within-lease";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
 inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
@@ -149,6 +150,8 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kReaperWaitsForExpiry,
                   "(T4) the reaper re-queues or fails a leased run only after its lease expired "
                   "by the store's clock"},
+    InvariantInfo{inv::kRenewalWithinLease,
+                  "(T8) a renewal extends a lease only at a store time before its expiry"},
     InvariantInfo{inv::kLeaderWritesWithinLease,
                   "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
                   "leader before its lease expiry (store clock)"},

@@ -220,6 +220,7 @@ void deadline_inside_lease(const History& h, const Replay& r, Findings& out);
 void grant_started_within_deadline(const History& h, const Replay& r, Findings& out);
 void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out);
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
+void renewal_within_lease(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
 // The client's boundary inputs and filtered/bounded queries
 // (sim/oracle/query_checks.cc).
