@@ -1,11 +1,11 @@
 // The job-control rules, judged from the store alone: what a control request
 // promises takes effect in the commit that records it (docs/POLICIES.md, "Job
-// control"). A job record that says paused owns no due entry, so nothing of
-// the job fires while it says so; a schedule change withdraws, in the same
-// transaction, every run of the job that was not yet claimed. The facts are
-// the job records' changes (JobFact: pause flag and schedule, decoded with
-// the data format) and the run records, replayed in commit order, skipping
-// commits a store crash rolled back.
+// control"). A job record that says paused owns no due entry and names no
+// next due time, so nothing of the job fires while it says so; a schedule change withdraws, in the
+// same transaction, every run of the job that was not yet claimed; and the job's generation, the
+// version a conditional request names, moves with every such change. The facts are the job records'
+// changes (JobFact: pause flag, schedule and generation, decoded with the data format) and the run
+// records, replayed in commit order, skipping commits a store crash rolled back.
 #include <map>
 #include <set>
 #include <utility>
@@ -19,12 +19,27 @@ namespace kairos::sim {
 
 // C1: no scheduled (not manual) run of a job is created by a commit at which
 // the job's record -- as last written by an applied commit up to and
-// including this one -- says the incarnation is paused.
+// including this one -- says the incarnation is paused; and no applied
+// commit writes an active job record that says paused and still names a
+// next due time: a pause removes the job's due entry, and every later write
+// while paused (a reschedule, a policy change) keeps it removed, so the
+// job's status shows no next due time and a resume is what brings one back.
 void paused_fires_nothing(const History& h, const Replay&, Findings& out) {
   if (h.facts == nullptr) return;
   const std::vector<JobFact>& changes = h.facts->job_changes();
   if (changes.empty()) return;
   const Interner& names = h.facts->strings();
+  for (const JobFact& c : changes) {
+    if (!out.open()) return;
+    if (!c.paused_with_due || lost(h, c.commit)) continue;
+    Violation v;
+    v.job = names.name(c.job);
+    v.detail = absl::StrCat("commit ", c.commit, " wrote incarnation ", c.incarnation,
+                            "'s record as paused with a next due time: a paused job owns no "
+                            "due entry",
+                            c.schedule_changed ? " (the commit changed its schedule)" : "");
+    out.add(std::move(v));
+  }
   std::map<std::uint32_t, const JobFact*> record;  // by job: the latest applied change
   std::set<std::uint32_t> created;                 // runs with an applied write
   std::size_t j = 0;
@@ -90,6 +105,37 @@ void reschedule_withdraws_unclaimed(const History& h, const Replay&, Findings& o
       v.evidence.push_back(fact_text(h, now));
       out.add(std::move(v));
     }
+  }
+}
+
+// C3: within one incarnation, a job record's generation never goes back, and
+// a write that changes the record's pause flag or schedule raises it. The
+// generation is what a conditional request (If-Match) compares: a pause,
+// resume or reschedule written under the generation it found would let a
+// request meant for the earlier state through.
+void generation_moves_with_changes(const History& h, const Replay&, Findings& out) {
+  if (h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  std::map<std::uint32_t, const JobFact*> last;  // by job: its latest applied fact
+  for (const JobFact& c : h.facts->job_changes()) {
+    if (!out.open()) return;
+    if (lost(h, c.commit)) continue;
+    auto [it, first] = last.try_emplace(c.job, &c);
+    const JobFact& before = *it->second;
+    it->second = &c;
+    if (first || before.incarnation != c.incarnation) continue;
+    const bool changed = before.paused != c.paused || c.schedule_changed;
+    if (c.generation > before.generation || (c.generation == before.generation && !changed))
+      continue;
+    Violation v;
+    v.job = names.name(c.job);
+    v.detail = absl::StrCat(
+        "commit ", c.commit, " wrote incarnation ", c.incarnation, "'s record at generation ",
+        c.generation, " after generation ", before.generation, " (commit ", before.commit, ")",
+        changed ? absl::StrCat(" while changing its ",
+                               before.paused != c.paused ? "pause flag" : "schedule")
+                : std::string());
+    out.add(std::move(v));
   }
 }
 

@@ -191,6 +191,34 @@ void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out) {
   }
 }
 
+// E8: a renewal extends only a live lease: a write that keeps a run leased
+// under the same token with a later expiry commits at a store time before
+// the expiry it extends. A lease is over at its expiry (the reaper may take
+// it from then on, reaper-waits-for-expiry), so a renewal arriving at or
+// after it must be refused, or the attempt would run on under a lease the
+// store had already let go.
+void renewal_within_lease(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr) return;
+  for (const RunStep& s : r.run_steps) {
+    if (!out.open()) return;
+    const RunFact& f = *s.fact;
+    if (s.created || s.before_state != RunState::kLeased || f.state != RunState::kLeased ||
+        f.token != s.before_token || f.lease_expiry_us <= s.before_lease_expiry_us)
+      continue;
+    if (f.store_us < s.before_lease_expiry_us) continue;
+    Violation v;
+    const Interner& names = h.facts->strings();
+    v.job = names.name(f.job);
+    v.run = names.name(f.run);
+    v.detail =
+        absl::StrCat("lease of token ", f.token, " renewed at store time ", us_text(f.store_us),
+                     ", at or after its expiry ", us_text(s.before_lease_expiry_us), " (to ",
+                     us_text(f.lease_expiry_us), ")");
+    v.evidence.push_back(fact_text(h, f));
+    out.add(std::move(v));
+  }
+}
+
 // E5: a leader body's writes -- the reaper's lapses and the dispatch's
 // occurrence decisions (ledger records other than a cancel's, a manual
 // run's, and a pause's, which a resume on any node may write) -- commit

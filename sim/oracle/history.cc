@@ -181,9 +181,14 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       JobState& last = it->second;
       const bool same_incarnation = !first && last.incarnation == job->incarnation;
       const bool schedule_changed = same_incarnation && !(last.schedule == job->spec.schedule);
-      if (!same_incarnation || schedule_changed || last.paused != job->paused)
-        job_changes_.push_back({commit.index, id, job->incarnation, job->paused, schedule_changed});
+      const bool paused_with_due =
+          job->state == kairos::JobState::kActive && job->paused && job->next_due_at.has_value();
+      if (!same_incarnation || schedule_changed || last.paused != job->paused ||
+          last.generation != job->generation || paused_with_due)
+        job_changes_.push_back({commit.index, id, job->incarnation, job->generation, job->paused,
+                                schedule_changed, paused_with_due});
       last.incarnation = job->incarnation;
+      last.generation = job->generation;
       last.paused = job->paused;
       if (schedule_changed || !same_incarnation) last.schedule = job->spec.schedule;
     } else if (op.key[0] == 'H') {

@@ -147,15 +147,20 @@ struct DeadlineFact {
 };
 
 // A job record (J) write that changes what job control decides: the job's
-// first record of an incarnation, or one whose pause flag or schedule differs
-// from the record written before it (the recorder keeps only those; every
-// dispatch rewrites the record).
+// first record of an incarnation, one whose pause flag, schedule or
+// generation differs from the record written before it, or an active record
+// that says paused and names a next due time (the recorder keeps only those;
+// every dispatch rewrites the record).
 struct JobFact {
   std::uint64_t commit = 0;
   std::uint32_t job = 0;  // interned
   std::uint64_t incarnation = 0;
+  std::uint64_t generation = 0;  // JobRecord::generation (the API's ETag)
   bool paused = false;
   bool schedule_changed = false;  // same incarnation as before, another schedule
+  // An active record that says paused yet names a next due time
+  // (JobRecord::next_due_at): the due entry a pause removes.
+  bool paused_with_due = false;
 };
 
 // A worker's record that it stopped an attempt it was running: its lease
@@ -207,6 +212,7 @@ class FactRecorder {
   std::vector<std::pair<std::uint64_t, std::uint32_t>> run_erases_;
   struct JobState {
     std::uint64_t incarnation = 0;
+    std::uint64_t generation = 0;
     bool paused = false;
     ScheduleSpec schedule;
   };

@@ -48,11 +48,13 @@ inline constexpr std::string_view kLedgerRetention = "ledger-retention";
 // The job-control rules (sim/oracle/control_checks.cc).
 inline constexpr std::string_view kPausedFiresNothing = "paused-fires-nothing";
 inline constexpr std::string_view kRescheduleWithdrawsUnclaimed = "reschedule-withdraws-unclaimed";
+inline constexpr std::string_view kGenerationMovesWithChanges = "generation-moves-with-changes";
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 inline constexpr std::string_view kExecutionWithinLease = "execution-within-lease";
 inline constexpr std::string_view kExecutionsNeverOverlap = "executions-never-overlap";
 inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease";
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
+inline constexpr std::string_view kRenewalWithinLease = "renewal-within-lease";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
 inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
@@ -129,10 +131,14 @@ inline constexpr std::array kInvariants = {
                   "ledger_max_age and never past an open run, and stops short of its budget only "
                   "inside both bounds"},
     InvariantInfo{inv::kPausedFiresNothing,
-                  "(P10) no scheduled run of a job is created while its record says paused"},
+                  "(P10) no scheduled run of a job is created while its record says paused, "
+                  "and a paused record names no next due time"},
     InvariantInfo{inv::kRescheduleWithdrawsUnclaimed,
                   "(P11) a schedule change withdraws, in its own commit, every run of the job "
                   "not yet claimed"},
+    InvariantInfo{inv::kGenerationMovesWithChanges,
+                  "(P13) within an incarnation a job's generation never goes back, and every "
+                  "change of its pause flag or schedule raises it"},
     InvariantInfo{inv::kExecutionWithinLease,
                   "(T1) no attempt executes (true time) after its lease expired by the store's "
                   "clock, unless its worker was paused or its clock outside the bound"},
@@ -144,6 +150,8 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kReaperWaitsForExpiry,
                   "(T4) the reaper re-queues or fails a leased run only after its lease expired "
                   "by the store's clock"},
+    InvariantInfo{inv::kRenewalWithinLease,
+                  "(T8) a renewal extends a lease only at a store time before its expiry"},
     InvariantInfo{inv::kLeaderWritesWithinLease,
                   "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
                   "leader before its lease expiry (store clock)"},

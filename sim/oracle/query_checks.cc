@@ -110,6 +110,43 @@ std::map<std::uint32_t, std::uint64_t> ledger_writes(const History& h) {
   return n;
 }
 
+// A run the store held: its occurrence (the idempotency key's last part,
+// `job/incarnation/nominal`), the true time of its first applied write and of
+// its erasure (InfiniteFuture when never erased).
+struct StoreRun {
+  std::int64_t nominal_us = 0;
+  absl::Time created = absl::InfiniteFuture();
+  absl::Time erased = absl::InfiniteFuture();
+};
+
+// Every run of every (job, incarnation), from the applied commits.
+std::map<std::pair<std::string, std::uint64_t>, std::vector<StoreRun>> runs_by_incarnation(
+    const History& h) {
+  std::map<std::pair<std::string, std::uint64_t>, std::vector<StoreRun>> out;
+  if (h.facts == nullptr || h.commits == nullptr) return out;
+  const Interner& names = h.facts->strings();
+  std::map<std::uint32_t, std::pair<std::pair<std::string, std::uint64_t>, std::size_t>> where;
+  for (const RunFact& f : h.facts->runs()) {
+    if (lost(h, f.commit) || where.contains(f.run)) continue;
+    const std::string& key = names.name(f.run);
+    const std::size_t slash = key.rfind('/');
+    std::int64_t nominal = 0;
+    if (slash == std::string::npos || !number(std::string_view(key).substr(slash + 1), &nominal))
+      continue;
+    auto& runs = out[{names.name(f.job), f.incarnation}];
+    where[f.run] = {{names.name(f.job), f.incarnation}, runs.size()};
+    runs.push_back({nominal, (*h.commits)[f.commit].at, absl::InfiniteFuture()});
+  }
+  for (const auto& [commit, run] : h.facts->run_erases()) {
+    if (lost(h, commit)) continue;
+    auto it = where.find(run);
+    if (it == where.end()) continue;
+    StoreRun& r = out[it->second.first][it->second.second];
+    r.erased = std::min(r.erased, (*h.commits)[commit].at);
+  }
+  return out;
+}
+
 }  // namespace
 
 void inputs_within_documented_limits(const History& h, const Replay&, Findings& out) {
@@ -157,6 +194,7 @@ void queries_match_the_model(const History& h, const Replay&, Findings& out) {
   std::map<std::pair<std::string, std::uint64_t>, std::set<std::int64_t>> runs_seen;
   std::map<std::string, std::map<std::pair<std::uint64_t, std::int64_t>, std::int64_t>> ledger_seen;
   const auto writes = ledger_writes(h);
+  std::optional<std::map<std::pair<std::string, std::uint64_t>, std::vector<StoreRun>>> store_runs;
   auto retained = [&](const std::string& job, std::int64_t nominal_us, absl::Time at) {
     if (absl::FromUnixMicros(nominal_us) < at - h.ledger_max_age) return false;
     if (h.facts == nullptr) return true;
@@ -252,6 +290,24 @@ void queries_match_the_model(const History& h, const Replay&, Findings& out) {
             add(out, job, e,
                 absl::StrCat("run ", absl::FormatTime(absl::FromUnixMicros(nominal)),
                              " that an earlier answer showed is missing from a full walk"));
+        // The store's side: every run of the incarnation committed before the
+        // walk was sent, and not erased before it ended, is in a full walk.
+        // The send is on the client's clock; its offset from true time at
+        // the end converts it (a second of margin for drift).
+        if (ev.find("sent") != nullptr) {
+          if (!store_runs) store_runs = runs_by_incarnation(h);
+          const absl::Time sent_true =
+              absl::FromUnixMicros(int_of(ev, "sent")) + (e.at - ev.at) - absl::Seconds(1);
+          auto it = store_runs->find({job, uint_of(ev, "incarnation")});
+          if (it != store_runs->end())
+            for (const StoreRun& r : it->second)
+              if (r.created < sent_true && r.erased > e.at && !got.contains(r.nominal_us))
+                add(out, job, e,
+                    absl::StrCat("run ", absl::FormatTime(absl::FromUnixMicros(r.nominal_us)),
+                                 ", committed at ", absl::FormatTime(r.created),
+                                 " before the walk was sent and never erased, is missing from a "
+                                 "full walk"));
+        }
       }
       seen.insert(all.begin(), all.end());
     } else if (ev.kind == client_events::kLedgerQueried) {

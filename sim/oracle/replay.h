@@ -212,6 +212,7 @@ void ledger_retention(const History& h, const Replay& r, Findings& out);
 // The job-control rules (sim/oracle/control_checks.cc).
 void paused_fires_nothing(const History& h, const Replay& r, Findings& out);
 void reschedule_withdraws_unclaimed(const History& h, const Replay& r, Findings& out);
+void generation_moves_with_changes(const History& h, const Replay& r, Findings& out);
 // The true-time execution rules (sim/oracle/execution_checks.cc).
 void execution_within_lease(const History& h, const Replay& r, Findings& out);
 void executions_never_overlap(const History& h, const Replay& r, Findings& out);
@@ -219,6 +220,7 @@ void deadline_inside_lease(const History& h, const Replay& r, Findings& out);
 void grant_started_within_deadline(const History& h, const Replay& r, Findings& out);
 void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out);
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
+void renewal_within_lease(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
 // The client's boundary inputs and filtered/bounded queries
 // (sim/oracle/query_checks.cc).

@@ -15,8 +15,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/kernel/job_store.h"
+#include "core/kernel/keyspace.h"
 #include "core/kernel/policy.h"
 #include "core/kernel/scheduler_node.h"
+#include "core/kernel/wire.h"
 #include "sim/scenario/client_events.h"
 #include "sim/scenario/workload.h"
 #include "sim/world/cluster.h"
@@ -51,6 +53,22 @@ enum class Probe : std::uint8_t {
   kCatchUpMax,
   kMaxConcurrent,
   kCatchUpSpacing,
+  // The lower bounds and the character sets of the same job fields.
+  kMaxAttemptsLow,
+  kRetryMultiplierLow,
+  kRetryInitialLow,
+  kRetryOrder,
+  kTimeoutLow,
+  kMisfireThresholdLow,
+  kCatchUpMaxLow,
+  kMaxConcurrentLow,
+  kCatchUpSpacingLow,
+  kNamespaceEmpty,
+  kNamespaceChars,
+  kLabelKeyEmpty,
+  kLabelKeyChars,
+  kJobIdEmpty,
+  kJobIdChars,
   kPolicyUpdate,
   kListPageHigh,
   kListPageLow,
@@ -70,6 +88,42 @@ enum class Probe : std::uint8_t {
   kLedgerKeep,
   kPruneBudget,
   kStarvationBound,
+  // Every other bound of validate(SchedulerNodeConfig), validate(WorkerConfig)
+  // and validate(PolicyOptions), each side on its own.
+  kSchedulerNodeIdEmpty,
+  kSchedulerShardsLow,
+  kSchedulerShardsHigh,
+  kSchedulerPollLow,
+  kSchedulerPollRenew,
+  kSchedulerDispatchBatchLow,
+  kSchedulerDispatchBatchHigh,
+  kSchedulerReapBatchLow,
+  kSchedulerReapBatchHigh,
+  kSchedulerClaimBatchLow,
+  kSchedulerClaimBatchHigh,
+  kSchedulerClaimWaitLow,
+  kSchedulerTxnAttemptsLow,
+  kSchedulerBackoffLow,
+  kSchedulerBackoffOrder,
+  kSchedulerClockSkewLow,
+  kWorkerIdEmpty,
+  kWorkerNodesEmpty,
+  kWorkerConcurrentLow,
+  kWorkerConcurrentHigh,
+  kWorkerClaimWaitLow,
+  kWorkerClaimWaitHalfLease,
+  kWorkerAcceptsLow,
+  kWorkerAcceptsHigh,
+  kWorkerReportAttemptsLow,
+  kWorkerBackoffLow,
+  kWorkerBackoffOrder,
+  kLedgerKeepLow,
+  kLedgerMaxAgeLow,
+  kLedgerMaxAgeFinite,
+  kPruneBudgetLow,
+  kStarvationBoundLow,
+  kMisfireChunkLow,
+  kMisfireChunkHigh,
   kCount,
 };
 
@@ -139,6 +193,104 @@ std::string_view probe_name(Probe p) {
       return "policy-options-prune-budget";
     case Probe::kStarvationBound:
       return "policy-options-starvation-bound";
+    case Probe::kMaxAttemptsLow:
+      return "max-attempts-low";
+    case Probe::kRetryMultiplierLow:
+      return "retry-multiplier-low";
+    case Probe::kRetryInitialLow:
+      return "retry-initial-low";
+    case Probe::kRetryOrder:
+      return "retry-max-below-initial";
+    case Probe::kTimeoutLow:
+      return "timeout-low";
+    case Probe::kMisfireThresholdLow:
+      return "misfire-threshold-low";
+    case Probe::kCatchUpMaxLow:
+      return "catch-up-max-low";
+    case Probe::kMaxConcurrentLow:
+      return "max-concurrent-low";
+    case Probe::kCatchUpSpacingLow:
+      return "catch-up-spacing-low";
+    case Probe::kNamespaceEmpty:
+      return "namespace-empty";
+    case Probe::kNamespaceChars:
+      return "namespace-chars";
+    case Probe::kLabelKeyEmpty:
+      return "label-key-empty";
+    case Probe::kLabelKeyChars:
+      return "label-key-chars";
+    case Probe::kJobIdEmpty:
+      return "job-id-empty";
+    case Probe::kJobIdChars:
+      return "job-id-chars";
+    case Probe::kSchedulerNodeIdEmpty:
+      return "scheduler-config-node-id-empty";
+    case Probe::kSchedulerShardsLow:
+      return "scheduler-config-shard-count-low";
+    case Probe::kSchedulerShardsHigh:
+      return "scheduler-config-shard-count-high";
+    case Probe::kSchedulerPollLow:
+      return "scheduler-config-poll-interval-low";
+    case Probe::kSchedulerPollRenew:
+      return "scheduler-config-poll-interval-renew-period";
+    case Probe::kSchedulerDispatchBatchLow:
+      return "scheduler-config-dispatch-batch-low";
+    case Probe::kSchedulerDispatchBatchHigh:
+      return "scheduler-config-dispatch-batch-high";
+    case Probe::kSchedulerReapBatchLow:
+      return "scheduler-config-reap-batch-low";
+    case Probe::kSchedulerReapBatchHigh:
+      return "scheduler-config-reap-batch-high";
+    case Probe::kSchedulerClaimBatchLow:
+      return "scheduler-config-max-claim-batch-low";
+    case Probe::kSchedulerClaimBatchHigh:
+      return "scheduler-config-max-claim-batch-high";
+    case Probe::kSchedulerClaimWaitLow:
+      return "scheduler-config-max-claim-wait-low";
+    case Probe::kSchedulerTxnAttemptsLow:
+      return "scheduler-config-max-txn-attempts-low";
+    case Probe::kSchedulerBackoffLow:
+      return "scheduler-config-retry-backoff-base-low";
+    case Probe::kSchedulerBackoffOrder:
+      return "scheduler-config-retry-backoff-order";
+    case Probe::kSchedulerClockSkewLow:
+      return "scheduler-config-max-clock-skew-low";
+    case Probe::kWorkerIdEmpty:
+      return "worker-config-worker-id-empty";
+    case Probe::kWorkerNodesEmpty:
+      return "worker-config-nodes-empty";
+    case Probe::kWorkerConcurrentLow:
+      return "worker-config-max-concurrent-low";
+    case Probe::kWorkerConcurrentHigh:
+      return "worker-config-max-concurrent-high";
+    case Probe::kWorkerClaimWaitLow:
+      return "worker-config-claim-wait-low";
+    case Probe::kWorkerClaimWaitHalfLease:
+      return "worker-config-claim-wait-half-lease";
+    case Probe::kWorkerAcceptsLow:
+      return "worker-config-accepts-low";
+    case Probe::kWorkerAcceptsHigh:
+      return "worker-config-accepts-high";
+    case Probe::kWorkerReportAttemptsLow:
+      return "worker-config-max-report-attempts-low";
+    case Probe::kWorkerBackoffLow:
+      return "worker-config-retry-backoff-base-low";
+    case Probe::kWorkerBackoffOrder:
+      return "worker-config-retry-backoff-order";
+    case Probe::kLedgerKeepLow:
+      return "policy-options-ledger-keep-low";
+    case Probe::kLedgerMaxAgeLow:
+      return "policy-options-ledger-max-age-low";
+    case Probe::kLedgerMaxAgeFinite:
+      return "policy-options-ledger-max-age-finite";
+    case Probe::kPruneBudgetLow:
+      return "policy-options-prune-budget-low";
+    case Probe::kStarvationBoundLow:
+      return "policy-options-starvation-bound-low";
+    case Probe::kMisfireChunkLow:
+      return "policy-options-misfire-chunk-low";
+    case Probe::kMisfireChunkHigh:
+      return "policy-options-misfire-chunk-high";
     case Probe::kCount:
       break;
   }
@@ -207,6 +359,7 @@ void Workload::send_input() {
   const std::uint64_t k = inputs_sent_++;
   const bool past = k % 2 == 1;
   const auto probe = static_cast<Probe>((k / 2) % static_cast<std::uint64_t>(Probe::kCount));
+  const std::uint64_t round = k / 2 / static_cast<std::uint64_t>(Probe::kCount);
   const std::string_view name = probe_name(probe);
   SchedulerNode* node = ctx_->cluster.pick_scheduler(random_);
   if (node == nullptr) return;
@@ -278,6 +431,55 @@ void Workload::send_input() {
     case Probe::kCatchUpSpacing:
       p.catch_up_spacing = absl::Hours(24) + absl::Microseconds(one);
       break;
+    case Probe::kMaxAttemptsLow:
+      p.max_attempts = 1 - one;
+      break;
+    case Probe::kRetryMultiplierLow:
+      p.retry_multiplier_percent = 100 - one;
+      break;
+    case Probe::kRetryInitialLow:
+      p.retry_initial = -absl::Microseconds(one);
+      break;
+    case Probe::kRetryOrder:  // retry_max may equal retry_initial, not be below it
+      p.retry_initial = p.retry_max + absl::Microseconds(one);
+      break;
+    case Probe::kTimeoutLow:
+      p.timeout = absl::Microseconds(1 - one);
+      break;
+    case Probe::kMisfireThresholdLow:
+      p.misfire_threshold = -absl::Microseconds(one);
+      break;
+    case Probe::kCatchUpMaxLow:
+      p.catch_up_max = 1 - one;
+      break;
+    case Probe::kMaxConcurrentLow:
+      p.max_concurrent = 1 - one;
+      break;
+    case Probe::kCatchUpSpacingLow:
+      p.catch_up_spacing = -absl::Microseconds(one);
+      break;
+    case Probe::kNamespaceEmpty:
+      spec.ns = past ? "" : "n";
+      break;
+    case Probe::kNamespaceChars:  // every edge of a-z 0-9 - _ . ; '{' is past 'z'
+      spec.ns = past ? "a{z" : "az09-_.";
+      break;
+    case Probe::kLabelKeyEmpty:
+      spec.labels[past ? "" : "k"] = "v";
+      break;
+    case Probe::kLabelKeyChars:  // every edge of letters, digits and - _ . / ; '@' is before 'A'
+      spec.labels[past ? "a@z" : "azAZ09-_./"] = "v";
+      break;
+    case Probe::kJobIdEmpty:  // a create with a one-byte id of its own per round; a
+                              // pause of the empty id (a create generates an id)
+      if (past)
+        create = false;
+      else
+        spec.id = std::string(1, static_cast<char>('a' + round % 26));
+      break;
+    case Probe::kJobIdChars:  // every edge of letters, digits and - _ . : / ; '[' is past 'Z'
+      spec.id = absl::StrCat("probe-", k, past ? "-a[z" : "-azAZ09-_.:/");
+      break;
     default:
       create = false;
       break;
@@ -324,8 +526,121 @@ void Workload::send_input() {
       case Probe::kPruneBudget:
         sc.policy.prune_budget = 10'000 + one;
         break;
-      default:
+      case Probe::kStarvationBound:
         sc.policy.starvation_bound = absl::Hours(24) + us;
+        break;
+      case Probe::kSchedulerNodeIdEmpty:
+        sc.node_id = past ? "" : "s";
+        break;
+      case Probe::kSchedulerShardsLow:
+        sc.shard_count = 1 - one;
+        break;
+      case Probe::kSchedulerShardsHigh:
+        sc.shard_count = keys::kMaxShards + one;
+        break;
+      case Probe::kSchedulerPollLow:
+        sc.poll_interval = absl::Microseconds(1 - one);
+        break;
+      case Probe::kSchedulerPollRenew:  // renewals ride on ticks
+        sc.poll_interval = sc.lease.leader_renew_period + us;
+        break;
+      case Probe::kSchedulerDispatchBatchLow:
+        sc.dispatch_batch = 1 - one;
+        break;
+      case Probe::kSchedulerDispatchBatchHigh:
+        sc.dispatch_batch = 100'000 + one;
+        break;
+      case Probe::kSchedulerReapBatchLow:
+        sc.reap_batch = 1 - one;
+        break;
+      case Probe::kSchedulerReapBatchHigh:
+        sc.reap_batch = 100'000 + one;
+        break;
+      case Probe::kSchedulerClaimBatchLow:
+        sc.max_claim_batch = 1 - one;
+        break;
+      case Probe::kSchedulerClaimBatchHigh:
+        sc.max_claim_batch = wire::kMaxBatch + one;
+        break;
+      case Probe::kSchedulerClaimWaitLow:
+        sc.max_claim_wait = -us;
+        break;
+      case Probe::kSchedulerTxnAttemptsLow:
+        sc.max_txn_attempts = 1 - one;
+        break;
+      case Probe::kSchedulerBackoffLow:
+        sc.retry_backoff_base = absl::Microseconds(1 - one);
+        break;
+      case Probe::kSchedulerBackoffOrder:  // the base may equal the maximum
+        sc.retry_backoff_base = sc.retry_backoff_max + us;
+        break;
+      case Probe::kSchedulerClockSkewLow:
+        sc.max_clock_skew = absl::Microseconds(1 - one);
+        break;
+      case Probe::kWorkerIdEmpty:
+        wc.worker_id = past ? "" : "w";
+        worker = true;
+        break;
+      case Probe::kWorkerNodesEmpty:
+        if (past) wc.nodes.clear();
+        worker = true;
+        break;
+      case Probe::kWorkerConcurrentLow:
+        wc.max_concurrent = 1 - one;
+        worker = true;
+        break;
+      case Probe::kWorkerConcurrentHigh:
+        wc.max_concurrent = wire::kMaxBatch + one;
+        worker = true;
+        break;
+      case Probe::kWorkerClaimWaitLow:
+        wc.claim_wait = -us;
+        worker = true;
+        break;
+      case Probe::kWorkerClaimWaitHalfLease:
+        wc.claim_wait = wc.lease.lease_ttl / 2 + us;
+        worker = true;
+        break;
+      case Probe::kWorkerAcceptsLow:  // at least one payload kind
+        wc.accepts = static_cast<std::uint8_t>(1 - one);
+        worker = true;
+        break;
+      case Probe::kWorkerAcceptsHigh:
+        wc.accepts = static_cast<std::uint8_t>(kAcceptAll + one);
+        worker = true;
+        break;
+      case Probe::kWorkerReportAttemptsLow:
+        wc.max_report_attempts = 1 - one;
+        worker = true;
+        break;
+      case Probe::kWorkerBackoffLow:
+        wc.retry_backoff_base = absl::Microseconds(1 - one);
+        worker = true;
+        break;
+      case Probe::kWorkerBackoffOrder:
+        wc.retry_backoff_base = wc.retry_backoff_max + us;
+        worker = true;
+        break;
+      case Probe::kLedgerKeepLow:
+        sc.policy.ledger_keep = 1 - one;
+        break;
+      case Probe::kLedgerMaxAgeLow:
+        sc.policy.ledger_max_age = absl::Microseconds(1 - one);
+        break;
+      case Probe::kLedgerMaxAgeFinite:  // positive and finite: a century is allowed
+        sc.policy.ledger_max_age = past ? absl::InfiniteDuration() : absl::Hours(24 * 36525);
+        break;
+      case Probe::kPruneBudgetLow:
+        sc.policy.prune_budget = 1 - one;
+        break;
+      case Probe::kStarvationBoundLow:
+        sc.policy.starvation_bound = -us;
+        break;
+      case Probe::kMisfireChunkLow:  // above the largest catch_up_max
+        sc.policy.misfire_chunk = 1001 - one;
+        break;
+      default:  // kMisfireChunkHigh
+        sc.policy.misfire_chunk = 1'000'000 + one;
         break;
     }
     done(worker ? validate(wc) : validate(sc));
@@ -377,6 +692,9 @@ void Workload::send_input() {
       node->list_runs(q, [done](absl::StatusOr<RunsResult> r) { done(r.status()); });
       return;
     }
+    case Probe::kJobIdEmpty:
+      node->pause_job(std::string(), [done](absl::StatusOr<ControlResult> r) { done(r.status()); });
+      return;
     case Probe::kControlIdSize: {
       if (!long_id_) return;
       std::string id = past ? *long_id_ + "x" : *long_id_;
@@ -500,8 +818,10 @@ void Workload::query_runs(std::size_t i) {
     std::uint64_t incarnation = 0;
     std::string text;
     std::size_t pages = 0;
+    absl::Time sent;  // the client's clock at the first page's send
   };
   auto w = std::make_shared<Walk>();
+  w->sent = ctx_->clock.now();
   w->job = jobs_[i].spec.id;
   w->incarnation = known_incarnation(i);
   auto page = std::make_shared<std::function<void(absl::Time)>>();
@@ -542,6 +862,7 @@ void Workload::query_runs(std::size_t i) {
           .with("incarnation", w->incarnation)
           .with("limit", static_cast<std::uint64_t>(queries_.page))
           .with("more", static_cast<std::uint64_t>(r->more))
+          .with("sent", micros(w->sent))
           .with("walk", std::move(w->text));
       ctx_->log.record(std::move(e));
       *page = nullptr;
