@@ -38,14 +38,16 @@ json::value JobPlan::job(std::uint32_t i) const {
   const absl::Time first = first_of(i);
   if (every == absl::ZeroDuration())
     return job_body(id(i), tag, json::object{{"at", format_rfc3339_utc(first)}});
-  // The job's runs are its occurrences only: a queue instead of a skip when
-  // one is still running as the next comes due, so none is dropped.
+  // The job's runs are its occurrences only: overlap allow (up to 100 runs
+  // of the job at once) instead of a skip when one is still running as the
+  // next comes due, so none is dropped unless the server falls 100
+  // occurrences behind (overlap queue holds only one waiting run).
   json::value body =
       job_body(id(i), tag,
                json::object{{"every", format_duration(every)},
                             {"start", format_rfc3339_utc(first)},
                             {"end", format_rfc3339_utc(nominal(i, occurrences - 1))}});
-  body.as_object()["policy"] = json::object{{"overlap", "queue"}};
+  body.as_object()["policy"] = json::object{{"overlap", "allow"}, {"max_concurrent", 100}};
   return body;
 }
 

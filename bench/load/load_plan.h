@@ -9,9 +9,9 @@
 // is due at `first_due` + i / `rate` (all at `first_due` when rate is 0).
 // A one-off job (`every` zero) has that one occurrence; a recurring job
 // (`every` > 0, an `every` schedule from its first occurrence with an
-// inclusive `end`) has `occurrences` of them, `every` apart. Besides those,
-// `stored` jobs, id PREFIX + "stored-" + i, are one-off jobs due a year
-// after `first_due`: they only fill the store, and none may run.
+// inclusive `end`, overlap allow up to 100 at once) has `occurrences` of them, `every` apart.
+// Besides those, `stored` jobs, id PREFIX + "stored-" + i, are one-off jobs due a year after
+// `first_due`: they only fill the store, and none may run.
 //
 // The check. A measured job's runs (GET /v1/jobs/{id}/runs, oldest first)
 // must be exactly its occurrences in order: each the scheduled run of that

@@ -54,14 +54,15 @@ TEST(LoadPlan, OccurrencesFollowTheRateAndThePeriod) {
   EXPECT_EQ(p.stored_id(1), "load-t-stored-1");
 }
 
-TEST(LoadPlan, ARecurringJobsScheduleEndsOnItsLastOccurrenceAndQueues) {
+TEST(LoadPlan, ARecurringJobsScheduleEndsOnItsLastOccurrenceAndAllowsOverlap) {
   const JobPlan p = recurring();
   const json::object j = p.job(1).as_object();
   const json::object& s = j.at("schedule").as_object();
   EXPECT_EQ(s.at("every").as_string(), "1s");
   EXPECT_EQ(s.at("start").as_string(), format_rfc3339_utc(p.nominal(1, 0)));
   EXPECT_EQ(s.at("end").as_string(), format_rfc3339_utc(p.nominal(1, 2)));
-  EXPECT_EQ(j.at("policy").as_object().at("overlap").as_string(), "queue");
+  EXPECT_EQ(j.at("policy").as_object().at("overlap").as_string(), "allow");
+  EXPECT_EQ(j.at("policy").as_object().at("max_concurrent").as_int64(), 100);
   EXPECT_EQ(j.at("labels").as_object().at("kairos-load").as_string(), "t");
 }
 
