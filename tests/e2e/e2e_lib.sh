@@ -49,7 +49,12 @@ exited_within() {
 start_server() {
   local name="$1"
   shift
-  "$KAIROS" server --http 127.0.0.1:0 --listen 127.0.0.1:0 "$@" >"$work/$name.log" 2>&1 &
+  # A restart on the same name keeps the earlier log as NAME.prev.log; the
+  # log is emptied here, not by the background job's redirection, which may
+  # happen after the first check below and let it read the old ready line.
+  [ -e "$work/$name.log" ] && mv "$work/$name.log" "$work/$name.prev.log"
+  : >"$work/$name.log"
+  "$KAIROS" server --http 127.0.0.1:0 --listen 127.0.0.1:0 "$@" >>"$work/$name.log" 2>&1 &
   server=$!
   pids+=("$server")
   wait_for 60 grep -q "kairos server: ready" "$work/$name.log" || fail "$name: not ready within 60 s"
