@@ -947,9 +947,13 @@ absl::Status parse_swarm(ParseState& p) {
   RandomFaults& rf = p.s.random_faults;
   a.num("per-hour", &rf.per_hour, 0, 100000, "a count");
   a.range("for", &rf.min_length, &rf.max_length);
+  const bool jumps_last = a.has("jumps-last");
+  a.dur("jumps-last", &rf.jump_length);
   std::string kinds;
   a.str("kinds", &kinds);
   KAIROS_RETURN_IF_ERROR(a.finish());
+  if (jumps_last && rf.jump_length <= absl::ZeroDuration())
+    return a.err("jumps-last: expected a positive duration (leave it out: until the heal)");
   for (absl::string_view k : absl::StrSplit(kinds, ',', absl::SkipEmpty())) {
     FaultKind fk;
     if (!parse_fault_kind(std_sv(k), &fk))
@@ -967,7 +971,10 @@ void format_swarm(const Scenario& s, std::string& out) {
   if (rf.per_hour == 0 && rf.kinds.empty()) return;
   std::vector<std::string> kinds;
   for (FaultKind k : rf.kinds) kinds.emplace_back(to_string(k));
-  put(out, "swarm per-hour=", rf.per_hour, " for=", range_text(rf.min_length, rf.max_length),
+  std::string jumps;
+  if (rf.jump_length > absl::ZeroDuration())
+    jumps = absl::StrCat(" jumps-last=", format_duration(rf.jump_length));
+  put(out, "swarm per-hour=", rf.per_hour, " for=", range_text(rf.min_length, rf.max_length), jumps,
       " kinds=", absl::StrJoin(kinds, ","));
 }
 
@@ -1116,7 +1123,7 @@ constexpr Directive kDirectives[] = {
      true,
      parse_swarm,
      format_swarm,
-     "swarm per-hour=6 for=1s..30s kinds=pause,crash,net\n"},
+     "swarm per-hour=6 for=1s..30s jumps-last=5m kinds=pause,crash,net,clock-jump\n"},
     {{"ignore"}, false, parse_ignore, format_ignore, "ignore timeliness\nignore not-before-due\n"},
     {{"expect"},
      false,

@@ -248,6 +248,10 @@ struct RandomFaults {
   std::vector<FaultKind> kinds;
   absl::Duration min_length = absl::Seconds(1);
   absl::Duration max_length = absl::Seconds(30);
+  // How long a drawn clock jump lasts before the node's clock is stepped
+  // back by the same amount (as NTP corrects a stepped clock); zero: until
+  // the quiet-tail heal. `swarm ... jumps-last=D`.
+  absl::Duration jump_length = absl::ZeroDuration();
   friend bool operator==(const RandomFaults&, const RandomFaults&) = default;
 };
 

@@ -434,10 +434,18 @@ void Cluster::apply(const FaultSpec& f) {
                                        " node=", n == kWorldNode ? "-" : world_.node(n).name,
                                        " for=", absl::FormatDuration(f.length)));
   const absl::Duration len = f.length;
+  // A jumped clock stays wrong for the fault's length, then steps back by
+  // the same amount, unless the quiet-tail heal comes first; without a
+  // length, until the heal. The step back is a jump too: its effects last up
+  // to its size.
+  const absl::Time heal = world_.start() + scenario_.duration - scenario_.quiet_tail;
+  const bool corrected =
+      f.kind == FaultKind::kClockJump && len > absl::ZeroDuration() && world_.now() + len < heal;
+  const absl::Duration wrong = corrected ? len + absl::AbsDuration(f.amount)
+                                         : world_.start() + scenario_.duration - world_.now();
   if (f.kind == FaultKind::kClockJump) {
-    // A jumped clock stays wrong until the quiet-tail heal corrects it.
-    const absl::Time heal = world_.start() + scenario_.duration - scenario_.quiet_tail;
-    window(std::max(heal - world_.now(), absl::AbsDuration(f.amount)), "clock-jump");
+    window(corrected ? wrong : std::max(heal - world_.now(), absl::AbsDuration(f.amount)),
+           "clock-jump");
   } else if (f.kind != FaultKind::kCrashAt) {
     window(std::max(len, absl::AbsDuration(f.amount)), std::string(to_string(f.kind)));
   }
@@ -516,8 +524,9 @@ void Cluster::apply(const FaultSpec& f) {
       later(len, [this] { store_->set_slowdown(absl::ZeroDuration()); });
       break;
     case FaultKind::kClockJump:
-      time_fault(n, world_.start() + scenario_.duration - world_.now(), "clock-jump");
+      time_fault(n, wrong, "clock-jump");
       nodes_[n]->clock->jump(f.amount);
+      if (corrected) later(len, [this, n, back = -f.amount] { nodes_[n]->clock->jump(back); });
       break;
     case FaultKind::kClockDrift: {
       // Until the heal at the latest (it restores the configured drift).

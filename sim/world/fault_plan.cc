@@ -64,7 +64,7 @@ FaultSpec draw_fault(const Scenario& s, Random& r, FaultKind kind, absl::Duratio
       f.node = r.chance(1, 2) ? "leader" : "any";
       const absl::Duration mag = between(r, absl::Seconds(1), 2 * s.timing.lease);
       f.amount = r.chance(1, 3) ? mag : -mag;
-      f.length = absl::ZeroDuration();
+      f.length = s.random_faults.jump_length;  // zero: until the heal
       break;
     }
     case FaultKind::kClockDrift:

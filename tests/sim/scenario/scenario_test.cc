@@ -71,6 +71,8 @@ TEST(Scenario, ErrorsNameFileLineAndWhatWasExpected) {
   expect_error("sink error=1 colour=red\n", "bad.scenario:1: sink: unknown attribute \"colour\"");
   expect_error("description \"open\n", "bad.scenario:1: unterminated double quote");
   expect_error("name a\nname b\n", "bad.scenario:2: name: given twice");
+  expect_error("swarm per-hour=4 jumps-last=0s kinds=clock-jump\n",
+               "bad.scenario:1: swarm: jumps-last: expected a positive duration");
 }
 
 constexpr char kPolicies[] = R"(name policies

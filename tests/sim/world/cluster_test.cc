@@ -62,6 +62,35 @@ TEST(Cluster, KernelPassesEveryInvariantUnderFaults) {
   }
 }
 
+// A clock jump with a length is stepped back by the same amount after it
+// (NTP correcting a stepped clock); one without stays until the heal.
+TEST(Cluster, AClockJumpWithALengthIsSteppedBackAfterIt) {
+  auto s = parse_scenario(
+      "name jump\nduration 30m\nquiet-tail 5m\n"
+      "topology schedulers=2 workers=1 shards=1\n",
+      "jump");
+  ASSERT_TRUE(s.ok()) << s.status();
+  Cluster c(*s, 1);
+  const NodeId a = c.schedulers()[0], b = c.schedulers()[1];
+  const absl::Duration a0 = c.clock(a).offset(), b0 = c.clock(b).offset();
+  FaultSpec corrected;
+  corrected.kind = FaultKind::kClockJump;
+  corrected.node = "scheduler-1";
+  corrected.amount = absl::Seconds(-12);
+  corrected.length = absl::Minutes(2);
+  c.apply(corrected);
+  FaultSpec kept = corrected;
+  kept.node = "scheduler-2";
+  kept.length = absl::ZeroDuration();
+  c.apply(kept);
+  c.world().run_for(absl::Minutes(1));
+  EXPECT_EQ(c.clock(a).offset() - a0, absl::Seconds(-12));
+  EXPECT_EQ(c.clock(b).offset() - b0, absl::Seconds(-12));
+  c.world().run_for(absl::Minutes(2));
+  EXPECT_EQ(c.clock(a).offset(), a0);
+  EXPECT_EQ(c.clock(b).offset() - b0, absl::Seconds(-12));
+}
+
 TEST(Cluster, WorkloadExpectsTheCronEnginesOccurrencesAcrossDst) {
   auto s = parse_scenario(R"(name dst
 start 2026-03-29T00:00:00Z
