@@ -278,10 +278,20 @@ void acked_commits_durable(const History& h, const Replay&, Findings& out) {
 
 // 1: every occurrence due before the quiet tail reaches a terminal state
 // (succeeded, failed, or withdrawn by a cancel), and so does every run the
-// store holds that was due before the quiet tail.
+// store holds that was due before the quiet tail. Except a run left leased
+// of a job whose record a fault corrupted: a lapsed lease cannot be judged
+// without its job's policy, so the reaper passes it over and it stays
+// (JobStore::reap); corruption-contained judges the other jobs.
 void occurrences_complete(const History& h, const Replay& r, Findings& out) {
   if (h.expected == nullptr || h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
+  std::set<std::uint32_t> corrupted;
+  if (h.corrupted != nullptr)
+    for (const CorruptedRecord& c : *h.corrupted)
+      if (const std::uint32_t id = names.find(c.job); id != Interner::kNone) corrupted.insert(id);
+  auto stuck = [&](const Replay::Track& t) {
+    return t.state == RunState::kLeased && corrupted.count(t.job) != 0;
+  };
   const std::int64_t until_us = absl::ToUnixMicros(h.end - h.quiet_tail);
   auto report = [&](std::string job, std::string key, std::string detail) {
     out.add({"", std::move(job), std::move(key), std::move(detail), {}});
@@ -317,7 +327,7 @@ void occurrences_complete(const History& h, const Replay& r, Findings& out) {
       report(o.job, key,
              absl::StrCat("occurrence ", time_text(o.nominal), " (due ", time_text(o.due),
                           ") was never dispatched"));
-    } else if (!is_terminal(t->state)) {
+    } else if (!is_terminal(t->state) && !stuck(*t)) {
       report(o.job, key,
              absl::StrCat("occurrence ", time_text(o.nominal), " is still ",
                           absl_sv(to_string(t->state)), " (token ", t->token, ")"));
@@ -325,7 +335,7 @@ void occurrences_complete(const History& h, const Replay& r, Findings& out) {
   }
   for (std::uint32_t id = 0; id < r.runs.size(); ++id) {
     const Replay::Track& t = r.runs[id];
-    if (!t.exists || t.due_us > until_us || is_terminal(t.state)) continue;
+    if (!t.exists || t.due_us > until_us || is_terminal(t.state) || stuck(t)) continue;
     report(names.name(t.job), names.name(id),
            absl::StrCat("run due ", us_text(t.due_us), " is still ", absl_sv(to_string(t.state))));
   }
@@ -541,6 +551,10 @@ constexpr RuleEntry kRules[] = {
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
     {inv::kLeadershipBalanced, leadership_balanced},
+    {inv::kDrainStartsNothing, drain_starts_nothing},
+    {inv::kDrainCompletes, drain_completes},
+    {inv::kDrainLosesNothing, drain_loses_nothing},
+    {inv::kLeaveReleasesBeforeDepart, leave_releases_before_depart},
     {inv::kReadsSeeAcknowledgedWrites, reads_see_acknowledged_writes},
     {inv::kInputsWithinDocumentedLimits, inputs_within_documented_limits},
     {inv::kQueriesMatchTheModel, queries_match_the_model},

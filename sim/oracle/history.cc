@@ -86,6 +86,23 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     stops_.push_back(s);
     return;
   }
+  if (e.kind == event_kinds::kWorkerReportAccepted ||
+      e.kind == event_kinds::kWorkerReportRejected || e.kind == event_kinds::kWorkerReportDropped ||
+      e.kind == event_kinds::kWorkerReportAbandoned) {
+    const auto* job = e.find("job");
+    const auto* inc = e.find("incarnation");
+    const auto* nominal = e.find("nominal");
+    const auto* token = e.find("token");
+    if (!job || !inc || !nominal || !token) return;
+    ReportSettledFact r;
+    r.run = strings_.id(
+        idempotency_key(RunId{std::get<std::string>(*job), std::get<std::uint64_t>(*inc),
+                              std::get<absl::Time>(*nominal)}));
+    r.token = std::get<std::uint64_t>(*token);
+    r.at = at;
+    settled_.push_back(r);
+    return;
+  }
   WriteFact w;
   if (e.kind == event_kinds::kRunCompleted)
     w.kind = WriteFact::Kind::kCompleted;
@@ -219,6 +236,12 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       o.recorded_at = rec->recorded_at;
       o.store_us = store_us;
       ledger_ops_.push_back(o);
+    } else if (op.key[0] == keys::kNode) {
+      auto rec = decode_node(op.value);
+      KAIROS_CHECK_MSG(rec.ok(), "the store holds a node record Kairos did not write");
+      // An announcement extends the record; a departure ends it now.
+      if (rec->expiry <= commit.store_time)
+        departs_.push_back({commit.index, strings_.id(rec->id), store_us, 0});
     } else if (op.key[0] == 'L') {
       KeyReader r(op.key);
       KAIROS_CHECK(r.tag().ok());

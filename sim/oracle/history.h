@@ -175,13 +175,35 @@ struct StopFact {
   absl::Time at;  // true time
 };
 
+// A worker settling a report (events "worker.report_accepted", "_rejected",
+// "_dropped", "_abandoned"): the node answered it definitely, or the worker
+// gave it up (its lease lost or past its deadline, or its retries spent).
+struct ReportSettledFact {
+  std::uint32_t run = 0;  // interned idempotency key
+  std::uint64_t token = 0;
+  absl::Time at;  // true time
+};
+
+// A scheduler's departure (JobStore::depart, at the end of a graceful
+// leave): an applied write of its node record (N|id) that ends the record
+// at or before that commit's store time. `node_clock_us` is the departing
+// node's own clock at the commit's true instant, read by the simulator (0
+// when the node is not a simulated node).
+struct DepartFact {
+  std::uint64_t commit = 0;
+  std::uint32_t node = 0;  // interned node id
+  std::int64_t store_us = 0;
+  std::int64_t node_clock_us = 0;
+};
+
 class FactRecorder {
  public:
   void observe(const StoreCommit& commit, const std::vector<WriteOp>& ops);
   // Keeps the WriteFact of a completion/renewal/release event, the
   // LedgerFact of a policy decision, the DeadlineFact of a worker's lease
-  // deadline and the StopFact of a worker stopping an attempt; ignores other
-  // events.
+  // deadline, the StopFact of a worker stopping an attempt and the
+  // ReportSettledFact of a worker's report answered or given up; ignores
+  // other events.
   void observe_event(const Event& event, absl::Time at);
   const std::vector<RunFact>& runs() const { return runs_; }
   const std::vector<LeaderFact>& leaders() const { return leaders_; }
@@ -190,7 +212,11 @@ class FactRecorder {
   const std::vector<DeadlineFact>& deadlines() const { return deadlines_; }
   const std::vector<StopFact>& stops() const { return stops_; }
   const std::vector<JobFact>& job_changes() const { return job_changes_; }
+  const std::vector<ReportSettledFact>& settled() const { return settled_; }
+  const std::vector<DepartFact>& departs() const { return departs_; }
+  std::vector<DepartFact>& mutable_departs() { return departs_; }
   const std::vector<LedgerOp>& ledger_ops() const { return ledger_ops_; }
+  // Departures: node-record writes that end the record (JobStore::depart).
   // Erasures of run records: (commit, interned idempotency key), in order.
   const std::vector<std::pair<std::uint64_t, std::uint32_t>>& run_erases() const {
     return run_erases_;
@@ -208,6 +234,8 @@ class FactRecorder {
   std::vector<DeadlineFact> deadlines_;
   std::vector<StopFact> stops_;
   std::vector<JobFact> job_changes_;
+  std::vector<ReportSettledFact> settled_;
+  std::vector<DepartFact> departs_;
   std::vector<LedgerOp> ledger_ops_;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> run_erases_;
   struct JobState {
@@ -264,6 +292,20 @@ struct NodeWindow {
   NodeId node = kWorldNode;
   absl::Time from, to;  // true time
   std::string what;
+};
+
+// A worker's graceful drain (fault drain, Worker::drain), as the simulator
+// drove it: when the draining process started, when drain() was called, when
+// the `drained` callback ran (then the process stops), and when the
+// process stopped otherwise (a crash, fault stop). True times.
+struct DrainFact {
+  NodeId node = kWorldNode;
+  absl::Time process_start;
+  absl::Time began;
+  absl::Time completed = absl::InfiniteFuture();
+  absl::Time ended = absl::InfiniteFuture();  // the process stopped (by any cause)
+  // The callback ran after the worker had been stopped (Worker::stop).
+  bool completed_after_stop = false;
 };
 
 struct NodeEvent {
@@ -336,6 +378,8 @@ struct Bounds {
   // backoffs); done_bound() adds a job's run time and retry policy to it.
   absl::Duration attempt_overhead = absl::ZeroDuration();
   bool check_start = true;  // false when the base configuration is never fault-free
+  // One store round trip, fault-free (network both ways, service, sync).
+  absl::Duration round_trip = absl::ZeroDuration();
 };
 
 struct History {
@@ -389,6 +433,11 @@ struct History {
   const std::vector<BalanceSample>* balance = nullptr;
   std::uint32_t shard_count = 0;
   absl::Duration leader_ttl = absl::ZeroDuration();
+  // Worker drains (null: none driven). A drain's reports are settled within
+  // `drain_report_bound` of its last attempt's end (the worker's report
+  // retries: max_report_attempts x (rpc_timeout + retry_backoff_max)).
+  const std::vector<DrainFact>* drains = nullptr;
+  absl::Duration drain_report_bound = absl::ZeroDuration();
 };
 
 }  // namespace kairos::sim

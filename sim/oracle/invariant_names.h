@@ -60,6 +60,11 @@ inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-w
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
 // Cluster membership (docs/SIMULATION.md, "Cluster membership and rebalancing").
 inline constexpr std::string_view kLeadershipBalanced = "leadership-balanced";
+// Graceful stops: a worker's drain, a scheduler's leave (sim/oracle/shutdown_checks.cc).
+inline constexpr std::string_view kDrainStartsNothing = "drain-starts-nothing";
+inline constexpr std::string_view kDrainCompletes = "drain-completes";
+inline constexpr std::string_view kDrainLosesNothing = "drain-loses-nothing";
+inline constexpr std::string_view kLeaveReleasesBeforeDepart = "leave-releases-before-depart";
 // The client's reads (sim/scenario/workload.h, "Reads").
 inline constexpr std::string_view kReadsSeeAcknowledgedWrites = "reads-see-acknowledged-writes";
 // The client's boundary inputs and queries (sim/oracle/query_checks.cc).
@@ -164,6 +169,18 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeadershipBalanced,
                   "(C1) three leader leases after the live schedulers last changed (and after "
                   "every fault), no live scheduler leads more than ceil(shards / live) shards"},
+    InvariantInfo{inv::kDrainStartsNothing,
+                  "(W1) once a worker's drain began, the draining process starts no attempt"},
+    InvariantInfo{inv::kDrainCompletes,
+                  "(W2) a drain completes within the worker's report bound of its last "
+                  "attempt's end (faults healed), and never after the worker was stopped"},
+    InvariantInfo{inv::kDrainLosesNothing,
+                  "(W3) when a drain completes nothing of the worker runs, and every attempt it "
+                  "ran is settled: its outcome in the store, or its report answered or given up"},
+    InvariantInfo{inv::kLeaveReleasesBeforeDepart,
+                  "(L1) a leaving scheduler withdraws its node record only after releasing the "
+                  "shards it led (no leader record names it with more lease left than its own "
+                  "deadline keeps back)"},
     InvariantInfo{inv::kReadsSeeAcknowledgedWrites,
                   "(R1) a read through the job API sees every write acknowledged before it was "
                   "sent, and a listing, ledger or runs answer holds nothing twice"},

@@ -222,6 +222,11 @@ void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
 void renewal_within_lease(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
+// The graceful-stop rules (sim/oracle/shutdown_checks.cc).
+void drain_starts_nothing(const History& h, const Replay& r, Findings& out);
+void drain_completes(const History& h, const Replay& r, Findings& out);
+void drain_loses_nothing(const History& h, const Replay& r, Findings& out);
+void leave_releases_before_depart(const History& h, const Replay& r, Findings& out);
 // The client's boundary inputs and filtered/bounded queries
 // (sim/oracle/query_checks.cc).
 void inputs_within_documented_limits(const History& h, const Replay& r, Findings& out);

@@ -41,6 +41,8 @@ constexpr FaultName kFaultNames[] = {
     {FaultKind::kFleetRestart, "fleet-restart"},
     {FaultKind::kCorruptRecord, "corrupt-record"},
     {FaultKind::kLeave, "leave"},
+    {FaultKind::kDrain, "drain"},
+    {FaultKind::kStop, "stop"},
 };
 
 // One line split into words; quoted values keep their spaces.
@@ -567,6 +569,7 @@ void format_timing(const Scenario& s, std::string& out) {
 }
 
 // kernel-policy ledger-keep=N ledger-max-age=D prune-budget=N misfire-chunk=N
+//               dispatch-batch=N reap-batch=N
 absl::Status parse_kernel_policy(ParseState& p) {
   Attrs a = p.attrs(1);
   KernelPolicy& k = p.s.kernel_policy;
@@ -575,6 +578,7 @@ absl::Status parse_kernel_policy(ParseState& p) {
   a.num("prune-budget", &k.prune_budget, 1, 10'000, "a record count");
   a.num("misfire-chunk", &k.misfire_chunk, 1, 1'000'000, "an occurrence count");
   a.num("dispatch-batch", &k.dispatch_batch, 1, 100'000, "an entry count");
+  a.num("reap-batch", &k.reap_batch, 1, 100'000, "an entry count");
   KAIROS_RETURN_IF_ERROR(a.finish());
   if (absl::Status v = validate(policy_options(k)); !v.ok())
     return p.error(absl::StrCat("kernel-policy: ", v.message()));
@@ -585,7 +589,8 @@ void format_kernel_policy(const Scenario& s, std::string& out) {
   if (k == KernelPolicy{}) return;
   put(out, "kernel-policy ledger-keep=", k.ledger_keep,
       " ledger-max-age=", format_duration(k.ledger_max_age), " prune-budget=", k.prune_budget,
-      " misfire-chunk=", k.misfire_chunk, " dispatch-batch=", k.dispatch_batch);
+      " misfire-chunk=", k.misfire_chunk, " dispatch-batch=", k.dispatch_batch,
+      " reap-batch=", k.reap_batch);
 }
 
 absl::Status parse_network(ParseState& p) {
@@ -865,6 +870,9 @@ absl::Status parse_fault(ParseState& p) {
   KAIROS_RETURN_IF_ERROR(a.finish());
   if (f.kind == FaultKind::kCorruptRecord && f.job.empty()) return a.err("expected job=<job id>");
   if (f.kind == FaultKind::kCorruptRecord) f.node = "store";
+  if ((f.kind == FaultKind::kDrain || f.kind == FaultKind::kStop) && f.node != "any-worker" &&
+      f.node.rfind("worker-", 0) != 0)
+    return a.err("expected node=worker-K or node=any-worker (a worker stops)");
   if ((f.kind == FaultKind::kPartition || f.kind == FaultKind::kOneWay) && f.peer.empty())
     return a.err("expected peer=<node>");
   if (f.kind == FaultKind::kCrashAt && f.point.empty())
@@ -960,8 +968,9 @@ absl::Status parse_swarm(ParseState& p) {
       return a.err(absl::StrCat("kinds: unknown fault kind \"", k, "\""));
     if (fk == FaultKind::kCorruptRecord)
       return a.err("kinds: corrupt-record names its job: use a fault line");
-    if (fk == FaultKind::kLeave)
-      return a.err("kinds: leave is a planned stop, not a swarm fault: use a fault line");
+    if (fk == FaultKind::kLeave || fk == FaultKind::kDrain || fk == FaultKind::kStop)
+      return a.err(absl::StrCat("kinds: ", absl_sv(to_string(fk)),
+                                " is a planned stop, not a swarm fault: use a fault line"));
     rf.kinds.push_back(fk);
   }
   return absl::OkStatus();
@@ -1063,7 +1072,7 @@ constexpr Directive kDirectives[] = {
      parse_kernel_policy,
      format_kernel_policy,
      "kernel-policy ledger-keep=5 ledger-max-age=10m prune-budget=2 misfire-chunk=1001 "
-     "dispatch-batch=3\n"},
+     "dispatch-batch=3 reap-batch=2\n"},
     {{"network"},
      true,
      parse_network,

@@ -86,6 +86,7 @@ struct KernelPolicy {
   std::uint32_t prune_budget = kairos::PolicyOptions{}.prune_budget;
   std::uint32_t misfire_chunk = kairos::PolicyOptions{}.misfire_chunk;
   std::uint32_t dispatch_batch = kairos::SchedulerNodeConfig{}.dispatch_batch;
+  std::uint32_t reap_batch = kairos::SchedulerNodeConfig{}.reap_batch;
   friend bool operator==(const KernelPolicy&, const KernelPolicy&) = default;
 };
 // `defaults` with the knobs of `k` applied (the starvation bound is not a knob).
@@ -186,6 +187,16 @@ enum class FaultKind : std::uint8_t {
   // its shards, withdraws its node record), then its process stops;
   // restarts after `length` (0: never). Named scenarios only, as above.
   kLeave,
+  // A worker stops gracefully, as `kairos worker` does on SIGTERM: it drains
+  // (Worker::drain: claims nothing new, hands back grants still arriving,
+  // lets its running attempts finish and report), then its process stops;
+  // restarts after `length` (0: never). Named scenarios only, as above.
+  kDrain,
+  // A worker is stopped at once, as a second signal stops `kairos worker`:
+  // Worker::stop() (its running attempts abandoned), what its event loop had
+  // already queued still runs, then the process exits; restarts after
+  // `length` (0: never). Named scenarios only, as above.
+  kStop,
 };
 std::string_view to_string(FaultKind kind);
 bool parse_fault_kind(std::string_view text, FaultKind* out);

@@ -126,7 +126,15 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
   store_->set_commit_observer([this](const StoreCommit& c, const std::vector<WriteOp>& ops) {
     std::vector<RunFact>& runs = facts_.mutable_runs();
     const std::size_t before = runs.size();
+    const std::size_t departs_before = facts_.departs().size();
     facts_.observe(c, ops);
+    // A departure: the departing node's clock now, for the leave rule.
+    std::vector<DepartFact>& departs = facts_.mutable_departs();
+    for (std::size_t i = departs_before; i < departs.size(); ++i) {
+      const NodeId node = world_.find_node(facts_.strings().name(departs[i].node));
+      if (node != kWorldNode)
+        departs[i].node_clock_us = absl::ToUnixMicros(nodes_[node]->clock->now());
+    }
     // A leased write: the owner's clock now, for the lease-deadline rule.
     for (std::size_t i = before; i < runs.size(); ++i) {
       if (runs[i].state != RunState::kLeased) continue;
@@ -141,6 +149,7 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
   keep_events_ = scenario.store.record_writes;
   for (NodeId id = 0; id < world_.node_count(); ++id) node_names_.push_back(world_.node(id).name);
   paused_until_.assign(world_.node_count(), absl::InfinitePast());
+  process_started_.assign(world_.node_count(), absl::InfinitePast());
   scheduler_factory_ = make_scheduler_process;
   worker_factory_ = make_worker_process;
   for (NodeId w : workers_) {
@@ -298,6 +307,7 @@ void Cluster::start_process(NodeId id) {
       return;
   }
   n.process = (*f)(*n.ctx);
+  process_started_[id] = world_.now();
   NodeProcess* p = n.process.get();
   n.timers->post([p] { p->start(); });
 }
@@ -330,6 +340,8 @@ void Cluster::on_event(const Event& e) {
     if (!previous.empty() && previous != field("node")) world_.mark("kernel.leader-failover");
   } else if (k == event_kinds::kLeaderReleased) {
     world_.mark("kernel.leader-released");
+  } else if (k == event_kinds::kRecordUndecodable) {
+    if (field("op") == "reap") world_.mark("kernel.reap-passed-over");
   } else if (k == event_kinds::kNodeDeparted) {
     world_.mark("kernel.node-departed");
   } else if (k == event_kinds::kLeaderLost && field("reason").rfind("rebalance", 0) == 0) {
@@ -392,6 +404,8 @@ void Cluster::crash_node(NodeId id) {
     store_->crash();
     return;
   }
+  for (DrainFact& d : drains_)
+    if (d.node == id && d.ended == absl::InfiniteFuture()) d.ended = world_.now();
   world_.crash(id);
   network_.transport(id).set_handler(nullptr);
   store_->reset_client(id);
@@ -575,6 +589,41 @@ void Cluster::apply(const FaultSpec& f) {
       });
       break;
     }
+    case FaultKind::kDrain: {
+      NodeProcess* p = nodes_[n]->process.get();
+      Worker* w = p != nullptr ? p->worker() : nullptr;
+      if (w == nullptr || !world_.is_up(n) || w->draining()) break;
+      const std::size_t i = drains_.size();
+      drains_.push_back({n, process_started_[n], world_.now()});
+      // The process stops once drained, as `kairos worker` exits after its
+      // drain (prod/cli/drain.h).
+      w->drain([this, n, i, len] {
+        DrainFact& d = drains_[i];
+        d.completed = world_.now();
+        d.completed_after_stop = d.ended != absl::InfiniteFuture();
+        world_.mark("worker.drained");
+        if (!world_.is_up(n) || d.completed_after_stop) return;
+        world_.note(kWorldNode, absl::StrCat(world_.node(n).name, " drained; stopping"));
+        crash_node(n);
+        if (len > absl::ZeroDuration()) restart_later(n, len);
+      });
+      break;
+    }
+    case FaultKind::kStop: {
+      NodeProcess* p = nodes_[n]->process.get();
+      Worker* w = p != nullptr ? p->worker() : nullptr;
+      if (w == nullptr || !world_.is_up(n)) break;
+      for (DrainFact& d : drains_)
+        if (d.node == n && d.ended == absl::InfiniteFuture()) d.ended = world_.now();
+      w->stop();
+      // What the loop had queued still runs (the shutdown runs the loop to
+      // reap the runners), then the process exits.
+      nodes_[n]->timers->post([this, n, len] {
+        crash_node(n);
+        if (len > absl::ZeroDuration()) restart_later(n, len);
+      });
+      break;
+    }
     case FaultKind::kFleetRestart: {
       std::vector<NodeId> all = schedulers_;
       all.insert(all.end(), workers_.begin(), workers_.end());
@@ -658,6 +707,12 @@ History Cluster::history() const {
   h.balance = &balance_;
   h.shard_count = scenario_.topology.shards;
   h.leader_ttl = lease_config(scenario_.timing).leader_ttl;
+  h.drains = &drains_;
+  {
+    const WorkerConfig w = worker_config(scenario_, "x", {0});
+    h.drain_report_bound = static_cast<std::int64_t>(w.max_report_attempts) *
+                           (w.lease.rpc_timeout + w.retry_backoff_max);
+  }
   return h;
 }
 

@@ -30,6 +30,7 @@
 
 #include "core/kernel/planted_bugs.h"
 #include "core/kernel/scheduler_node.h"
+#include "core/kernel/worker.h"
 #include "core/ports/event_log.h"
 #include "core/ports/metrics.h"
 #include "core/ports/random.h"
@@ -81,6 +82,8 @@ class NodeProcess {
   virtual void start() = 0;
   // The job API of a scheduler process; null for other processes.
   virtual SchedulerNode* scheduler() { return nullptr; }
+  // The kernel's Worker of a worker process; null for other processes.
+  virtual Worker* worker() { return nullptr; }
 };
 using ProcessFactory = std::function<std::unique_ptr<NodeProcess>(NodeContext&)>;
 
@@ -181,6 +184,10 @@ class Cluster {
   std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
   std::vector<NodeWindow> time_faults_;
   std::vector<LeaseRefusal> refusals_;  // renewal refusals the workers handled
+  // Worker drains (fault drain) and when each node's process last started.
+  std::vector<DrainFact> drains_;
+  std::vector<absl::Time> process_started_;  // by NodeId
+
   // Leadership balance, probed once a second (the leadership-balanced rule).
   void probe_balance();
   std::vector<BalanceSample> balance_;

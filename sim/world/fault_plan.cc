@@ -82,7 +82,9 @@ FaultSpec draw_fault(const Scenario& s, Random& r, FaultKind kind, absl::Duratio
       KAIROS_CHECK_MSG(false, "corrupt-record is never drawn (not a swarm kind)");
       break;
     case FaultKind::kLeave:
-      KAIROS_CHECK_MSG(false, "leave is never drawn (not a swarm kind)");
+    case FaultKind::kDrain:
+    case FaultKind::kStop:
+      KAIROS_CHECK_MSG(false, "planned stops are never drawn (not swarm kinds)");
       break;
   }
   return f;

@@ -25,6 +25,7 @@ SchedulerNodeConfig scheduler_config(const Scenario& s, std::string node_id) {
   c.lease = lease_config(s.timing);
   c.policy = policy_options(s.kernel_policy, c.policy);
   c.dispatch_batch = s.kernel_policy.dispatch_batch;
+  c.reap_batch = s.kernel_policy.reap_batch;
   return c;
 }
 
@@ -66,6 +67,7 @@ Bounds timeliness_bounds(const Scenario& s) {
   // a dispatch transaction, a claim served at once or at the serving node's
   // next tick, the worker's short claim backoff, each with a round trip.
   b.start = 2 * poll + poll / 5 + 4 * rtt + 2 * w.retry_backoff_base;
+  b.round_trip = rtt;
   // After-effects of a fault: a new leader within the leader lease plus a
   // tick; a lost lease lapses within the lease plus a reaper tick; a lost
   // long-poll claim is retried after claim_wait + rpc_timeout.
@@ -120,6 +122,7 @@ class WorkerProcess final : public NodeProcess {
       : worker_(ctx.clock, ctx.timers, ctx.transport, *ctx.runner, ctx.random, ctx.log, ctx.metrics,
                 config(ctx)) {}
   void start() override { worker_.start(); }
+  Worker* worker() override { return &worker_; }
 
  private:
   static WorkerConfig config(NodeContext& ctx) {

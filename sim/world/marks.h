@@ -78,6 +78,11 @@ inline constexpr std::string_view kOtherMarks[] = {
     "client.ledger-reaching",
     "kernel.ledger-pruned",
     "policy.misfire-capped",
+    // The reaper passed a lapsed lease over: its job's record does not
+    // decode (record.undecodable op=reap).
+    "kernel.reap-passed-over",
+    // A worker's drain completed (fault drain): its `drained` callback ran.
+    "worker.drained",
 };
 
 }  // namespace kairos::sim

@@ -16,7 +16,7 @@ namespace {
 TEST(KernelPolicy, ParsesFormatsBackAndReachesTheNodes) {
   auto s = parse_scenario(
       "name k\nkernel-policy ledger-keep=7 ledger-max-age=90s prune-budget=2 misfire-chunk=1005 "
-      "dispatch-batch=4\n",
+      "dispatch-batch=4 reap-batch=3\n",
       "k.scenario");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->kernel_policy.ledger_keep, 7u);
@@ -30,6 +30,7 @@ TEST(KernelPolicy, ParsesFormatsBackAndReachesTheNodes) {
   EXPECT_EQ(c.policy.prune_budget, 2u);
   EXPECT_EQ(c.policy.misfire_chunk, 1005u);
   EXPECT_EQ(c.dispatch_batch, 4u);
+  EXPECT_EQ(c.reap_batch, 3u);
   EXPECT_EQ(c.policy.starvation_bound, PolicyOptions{}.starvation_bound);  // not a knob
 }
 
@@ -44,6 +45,7 @@ TEST(KernelPolicy, AbsentItKeepsTheKernelDefaultsAndFormatsNothing) {
   EXPECT_EQ(c.policy.prune_budget, d.prune_budget);
   EXPECT_EQ(c.policy.misfire_chunk, d.misfire_chunk);
   EXPECT_EQ(c.dispatch_batch, SchedulerNodeConfig{}.dispatch_batch);
+  EXPECT_EQ(c.reap_batch, SchedulerNodeConfig{}.reap_batch);
   // Only the given fields change.
   auto one = parse_scenario("name k\nkernel-policy ledger-keep=9\n", "k.scenario");
   ASSERT_TRUE(one.ok()) << one.status();
@@ -51,10 +53,10 @@ TEST(KernelPolicy, AbsentItKeepsTheKernelDefaultsAndFormatsNothing) {
 }
 
 TEST(KernelPolicy, ValuesTheKernelRefusesDoNotParse) {
-  for (const char* bad :
-       {"kernel-policy ledger-keep=0", "kernel-policy ledger-max-age=0s",
-        "kernel-policy prune-budget=0", "kernel-policy dispatch-batch=0",
-        "kernel-policy misfire-chunk=0", "kernel-policy ledger-keep=x", "kernel-policy keep=3"}) {
+  for (const char* bad : {"kernel-policy ledger-keep=0", "kernel-policy ledger-max-age=0s",
+                          "kernel-policy prune-budget=0", "kernel-policy dispatch-batch=0",
+                          "kernel-policy reap-batch=0", "kernel-policy misfire-chunk=0",
+                          "kernel-policy ledger-keep=x", "kernel-policy keep=3"}) {
     auto s = parse_scenario(absl::StrCat("name k\n", bad, "\n"), "k.scenario");
     EXPECT_FALSE(s.ok()) << bad;
     if (!s.ok()) {
