@@ -276,6 +276,20 @@ void acked_commits_durable(const History& h, const Replay&, Findings& out) {
 
 // --- Rules over the replay's final tracks ----------------------------------
 
+// The interned ids of the jobs whose record a corrupt-record fault made
+// undecodable. A run of one left leased cannot be reaped: a lapsed lease is
+// judged by its job's policy, which is in that record, so the reaper passes
+// it over and it stays (JobStore::reap); rules 1 and 7 do not require it to
+// end, and corruption-contained judges the other jobs.
+std::set<std::uint32_t> corrupted_job_ids(const History& h) {
+  std::set<std::uint32_t> out;
+  if (h.corrupted != nullptr && h.facts != nullptr)
+    for (const CorruptedRecord& c : *h.corrupted)
+      if (const std::uint32_t id = h.facts->strings().find(c.job); id != Interner::kNone)
+        out.insert(id);
+  return out;
+}
+
 // 1: every occurrence due before the quiet tail reaches a terminal state
 // (succeeded, failed, or withdrawn by a cancel), and so does every run the
 // store holds that was due before the quiet tail. Except a run left leased
@@ -285,10 +299,7 @@ void acked_commits_durable(const History& h, const Replay&, Findings& out) {
 void occurrences_complete(const History& h, const Replay& r, Findings& out) {
   if (h.expected == nullptr || h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
-  std::set<std::uint32_t> corrupted;
-  if (h.corrupted != nullptr)
-    for (const CorruptedRecord& c : *h.corrupted)
-      if (const std::uint32_t id = names.find(c.job); id != Interner::kNone) corrupted.insert(id);
+  const std::set<std::uint32_t> corrupted = corrupted_job_ids(h);
   auto stuck = [&](const Replay::Track& t) {
     return t.state == RunState::kLeased && corrupted.count(t.job) != 0;
   };
@@ -401,9 +412,12 @@ void effect_per_success(const History& h, const Replay& r, Findings& out) {
   }
 }
 
-// 7: timeliness, with the bounds of docs/SIMULATION.md.
+// 7: timeliness, with the bounds of docs/SIMULATION.md. A run left leased
+// of a job whose record a fault corrupted has no completion bound (see
+// corrupted_job_ids).
 void timeliness(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
+  const std::set<std::uint32_t> corrupted = corrupted_job_ids(h);
   std::vector<FaultWindow> windows = h.faults ? *h.faults : std::vector<FaultWindow>{};
   std::sort(windows.begin(), windows.end(),
             [](const FaultWindow& a, const FaultWindow& b) { return a.from < b.from; });
@@ -452,6 +466,7 @@ void timeliness(const History& h, const Replay& r, Findings& out) {
       if (w.from <= ref + done && w.to > ref) ref = w.to;
     const absl::Time deadline = ref + done;
     if (deadline > h.end || t.state == RunState::kCancelled) continue;
+    if (t.state == RunState::kLeased && corrupted.count(t.job) != 0) continue;
     if (!t.terminal_at || *t.terminal_at > deadline)
       report(t, key,
              absl::StrCat("occurrence due ", time_text(due), " not finished by ",

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "core/kernel/event_kinds.h"
 #include "tests/support/history_builder.h"
@@ -26,6 +29,8 @@ RunRecord ready_run(absl::Time nominal) {
   r.due_at = r.ready_at = r.dispatched_at = nominal;
   return r;
 }
+
+absl::Time t0_plus(absl::Duration d) { return test_support::Hist{}.t0 + d; }
 
 RunRecord succeeded(RunRecord r, absl::Time now) {
   r.state = RunState::kSucceeded;
@@ -205,6 +210,35 @@ TEST(ShutdownChecks, ADrainCompletingWithAnAttemptUnsettledIsAViolation) {
       absl::Seconds(51), kLeader,
       succeeded(granted(r, 1, running.at(absl::Seconds(2))), running.at(absl::Seconds(51))));
   EXPECT_TRUE(running.fires("drain-loses-nothing"));
+}
+
+// Rules 1 (occurrences-complete) and 7 (timeliness) with a reap batch
+// passing over lapsed leases (scenario corrupted-lapsed-leases): a run left
+// leased of a job whose record a fault corrupted cannot be reaped (its
+// policy is in that record), so neither rule requires it to end; any other
+// job's run left leased is still a violation of both.
+TEST(ShutdownChecks, ARunLeftLeasedOfACorruptedJobIsNotRequiredToEnd) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&](std::vector<CorruptedRecord> corrupted) {
+    StopHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    x.commit(absl::Seconds(2), kLeader, granted(r, 1, x.at(absl::Seconds(2))));
+    std::set<std::string> names;
+    History h = x.full();
+    h.corrupted = &corrupted;
+    for (const auto& v : Checker::with_defaults().run(h, {}).violations)
+      names.insert(v.invariant);
+    return names;
+  };
+  const std::set<std::string> healthy = make({});
+  EXPECT_EQ(healthy.count("occurrences-complete"), 1u);
+  EXPECT_EQ(healthy.count("timeliness"), 1u);
+  const std::set<std::string> corrupted = make({{"job-a", t0_plus(absl::Seconds(5))}});
+  EXPECT_EQ(corrupted.count("occurrences-complete"), 0u);
+  EXPECT_EQ(corrupted.count("timeliness"), 0u);
+  const std::set<std::string> other = make({{"job-b", t0_plus(absl::Seconds(5))}});
+  EXPECT_EQ(other.count("occurrences-complete"), 1u);
+  EXPECT_EQ(other.count("timeliness"), 1u);
 }
 
 TEST(ShutdownChecks, ADepartureBeforeTheReleaseIsAViolation) {
