@@ -226,8 +226,7 @@ TEST(ShutdownChecks, ARunLeftLeasedOfACorruptedJobIsNotRequiredToEnd) {
     std::set<std::string> names;
     History h = x.full();
     h.corrupted = &corrupted;
-    for (const auto& v : Checker::with_defaults().run(h, {}).violations)
-      names.insert(v.invariant);
+    for (const auto& v : Checker::with_defaults().run(h, {}).violations) names.insert(v.invariant);
     return names;
   };
   const std::set<std::string> healthy = make({});
