@@ -241,11 +241,10 @@ void SchedulerNode::tick() {
     return;
   }
   announce();
-  std::uint32_t held = 0;
-  for (const ShardState& st : shards_)
-    if (st.release_epoch == 0 && (st.leader || st.leader_txn)) ++held;
-  const std::uint32_t fair = fair_share();
-  acquire_budget_ = fair > held ? fair - held : 0;
+  reset_acquire_budget();
+  // Free shards first: a probe of a held one (its backoff over) would
+  // otherwise take the budget, a tick per held shard below the free one.
+  acquire_free_shards();
   for (std::uint32_t s = 0; s < shards_.size(); ++s) {
     if (shards_[s].release_epoch != 0) {
       release_step(s);
@@ -323,6 +322,7 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
     // Acquire only below the fair share (none before the first announcement).
     if (acquire_budget_ == 0) return;
     --acquire_budget_;
+    st.known_free = false;  // the attempt tells: acquired, or held by another
   }
   st.leader_txn = true;
   const std::uint64_t known = st.leader ? st.epoch : st.pending_epoch;
@@ -388,6 +388,12 @@ void SchedulerNode::leadership_step(std::uint32_t shard) {
           // ours to wait for, and the acquire budget goes to other shards.
           if (st.contested && out->record.holder != st.contested_by) st.contested = false;
           st.acquire_at = st.contested ? clock_.now() : clock_.now() + out->held_for;
+          // Lost a race for a free shard: another free one need not wait
+          // for the next tick.
+          if (!leaving_ && !clock_skewed_) {
+            reset_acquire_budget();
+            acquire_free_shards();
+          }
           return;
         }
         if (out->kind == LeadershipResult::Kind::kAcquired && crashed_at("leader-after-elect"))
@@ -422,6 +428,23 @@ std::uint32_t SchedulerNode::fair_share() const {
   return (config_.shard_count + live_nodes_ - 1) / live_nodes_;
 }
 
+void SchedulerNode::acquire_free_shards() {
+  for (std::uint32_t s = 0; s < shards_.size(); ++s)
+    if (shards_[s].known_free && shards_[s].release_epoch == 0) leadership_step(s);
+}
+
+std::uint32_t SchedulerNode::held_shards() const {
+  std::uint32_t held = 0;
+  for (const ShardState& st : shards_)
+    if (st.release_epoch == 0 && (st.leader || st.leader_txn)) ++held;
+  return held;
+}
+
+void SchedulerNode::reset_acquire_budget() {
+  const std::uint32_t fair = fair_share(), held = held_shards();
+  acquire_budget_ = fair > held ? fair - held : 0;
+}
+
 void SchedulerNode::announce() {
   if (announce_txn_ || clock_.now() < announce_at_) return;
   announce_txn_ = true;
@@ -453,8 +476,12 @@ void SchedulerNode::announce() {
         live_nodes_ = out->live;
         metrics_.gauge(node_metrics::kLiveNodes).set(live_nodes_);
         record_all(out->events);
+        for (ShardState& st : shards_) st.known_free = false;
         for (std::uint32_t shard : out->free_shards)
-          if (!shards_[shard].leader) shards_[shard].acquire_at = absl::InfinitePast();
+          if (!shards_[shard].leader) {
+            shards_[shard].acquire_at = absl::InfinitePast();
+            shards_[shard].known_free = true;
+          }
         // The shards each over-share node gives up: its highest-numbered.
         const std::uint32_t fair = fair_share();
         std::map<std::string, std::vector<std::uint32_t>> by_holder;
@@ -468,7 +495,9 @@ void SchedulerNode::announce() {
             shards_[held[i]].acquire_at = absl::InfinitePast();
           }
         rebalance();
-        if (first_view) tick();  // acquire now rather than a poll later
+        // Acquire now rather than a poll later: at the first view, and when
+        // a free shard is below this node's share (a holder left or lapsed).
+        if (first_view || (!out->free_shards.empty() && held_shards() < fair)) tick();
       });
 }
 

@@ -280,6 +280,12 @@ class SchedulerNode {
   std::uint32_t live_nodes() const { return live_nodes_; }
   // ceil(shards / live_nodes()); 0 before the first announcement.
   std::uint32_t fair_share() const;
+  // Shards this node leads or is acquiring, those it is giving up aside.
+  std::uint32_t held_shards() const;
+  // Acquire only below the fair share: the budget of acquisitions.
+  void reset_acquire_budget();
+  // Tries the shards the last announcement found free (within the budget).
+  void acquire_free_shards();
   // False while the node's clock is outside max_clock_skew of the store's.
   bool clock_sane() const { return !clock_skewed_; }
   // Degraded once a stored record did not decode (see the file comment).
@@ -300,6 +306,9 @@ class SchedulerNode {
     // Not leading: the other holder's lease runs (by this node's clock) until
     // about then, so acquisition is not tried before it.
     absl::Time acquire_at = absl::InfinitePast();
+    // The last announcement found no live holder: the tick spends its
+    // acquire budget here before probing shards another node holds.
+    bool known_free = false;
     // The highest epoch this node has led the shard under: epochs it uses
     // only grow (the store's epoch never goes back).
     std::uint64_t highest_epoch = 0;

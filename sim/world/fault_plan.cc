@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
+#include "core/kernel/lease_config.h"
 
 namespace kairos::sim {
 
@@ -197,6 +198,34 @@ Scenario swarm_scenario(const Scenario& base, Random& r) {
       f.node = absl::StrCat("scheduler-", k);
       s.faults.push_back(f);
     }
+  }
+  // A quarter of the seeds: a leader goes stale. Its clock steps back (by
+  // less than the skew the kernel tolerates, so it keeps leading), then its
+  // requests stop reaching the store for longer than the leader lease but
+  // shorter than the lease plus the step less the node's own safety margins
+  // (drift allowance, rpc margin, up to a renew period): when they reach it again the
+  // store's clock has let its shards lapse (a peer may hold them) while its
+  // own clock still shows its lease. Only the store's epoch check stands
+  // between its next writes and a second leader. (The random mix reaches
+  // this only when it draws such a jump and such a cut together.) Drawn
+  // last, so the other seeds keep their mixes.
+  if (s.topology.schedulers != 0 && window > absl::Minutes(4) && r.chance(1, 4)) {
+    const absl::Duration ttl = LeaseConfig{}.leader_ttl;
+    const absl::Duration step = between(r, absl::Seconds(7), absl::Milliseconds(9500));
+    FaultSpec jump;
+    jump.kind = FaultKind::kClockJump;
+    jump.node = "leader";
+    jump.at = between(r, absl::Minutes(1), window - absl::Minutes(3));
+    jump.amount = -step;
+    jump.length = between(r, absl::Seconds(40), absl::Minutes(2));
+    FaultSpec cut;
+    cut.kind = FaultKind::kOneWay;
+    cut.node = "leader";
+    cut.peer = "store";
+    cut.at = jump.at + absl::Seconds(1);
+    cut.length = ttl + between(r, absl::Milliseconds(200), step - absl::Seconds(5));
+    s.faults.push_back(jump);
+    s.faults.push_back(cut);
   }
   s.description = absl::StrCat("swarm mix drawn from ", base.name);
   return s;

@@ -357,6 +357,34 @@ TEST(Rebalance, ALeavingNodeHandsItsShardsOverWithoutALeaseLapse) {
   EXPECT_EQ(r.led(0).size(), 8u);
 }
 
+TEST(Rebalance, TheSurvivorsOfALeaveTakeItsShardsAtTheirNextAnnouncement) {
+  // Each of three nodes leaves in turn (a world each). The survivors' next
+  // announcements (a renew period after the last, at a tick) see the
+  // released shards, and each survivor below its share acquires them at
+  // once: not a poll later, not after probing the shards the other survivor
+  // holds (their backoffs long over here), and a race lost to the other
+  // survivor is followed by the next free shard without waiting a tick.
+  const absl::Duration bound =
+      LeaseConfig{}.leader_renew_period + SchedulerNodeConfig{}.poll_interval;
+  for (std::size_t leaver = 0; leaver < 3; ++leaver) {
+    RebalanceWorld r(8);
+    for (const char* id : {"n1", "n2", "n3"}) r.add(id);
+    ASSERT_TRUE(r.settle(3, 3 * kLeaderTtl));
+    r.run(2 * kLeaderTtl);  // every backoff from the start-up has run out
+    ASSERT_TRUE(r.settle(3, absl::ZeroDuration()));
+    bool left = false;
+    r.nodes[leaver]->node.leave([&] { left = true; });
+    auto took = r.settle(2, 3 * kLeaderTtl);
+    ASSERT_TRUE(took) << "leaver n" << leaver + 1;
+    EXPECT_TRUE(left);
+    EXPECT_LE(*took, bound) << "leaver n" << leaver + 1;
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (i == leaver) continue;
+      EXPECT_EQ(r.led(i).size(), 4u) << "n" << i + 1 << ", leaver n" << leaver + 1;
+    }
+  }
+}
+
 TEST(Rebalance, ALoneNodeThatLeavesReleasesEveryShardForItsReplacement) {
   RebalanceWorld r(4);
   SchedulerNode& n1 = r.add("n1");
