@@ -36,7 +36,8 @@
 # Usage: scripts/mutate.sh [--list] [--sample FILE] [--random K SEED]
 #          [--limit N] [--files GLOB] [--jobs N] [--swarm N] [--seeds N]
 #          [--build-dir DIR] [--out DIR] [--fail-on-survivor] [--stop-at TIME]
-#   --list               print the selected mutant ids and exit
+#   --list               print the selected mutant ids with their line's
+#                        text (and "equivalent" for the listed ones) and exit
 #   --sample FILE        only the ids listed in FILE (first word of a line;
 #                        `#` comments and blank lines ignored)
 #   --random K SEED      K ids drawn reproducibly (MINSTD generator, partial
@@ -271,6 +272,24 @@ line_text() { awk -v n="$2" 'FNR == n { sub(/^[ \t]+/, ""); sub(/[ \t]+$/, ""); 
 WORK=${out:-$(mktemp -d /tmp/mutate.XXXXXX)}
 mkdir -p "$WORK"
 generate > "$WORK/all.txt"
+# resolve_id ID TEXT: prints the id of the mutant ID named when TEXT was its
+# line's text (trimmed, as --list prints it): ID itself while its line still
+# reads TEXT (or TEXT is empty), else the same column and operator on the
+# one line of the file that reads TEXT, so that checked-in ids follow their
+# lines when edits elsewhere in the file move them. Fails when neither is
+# found (the line changed, or several lines read TEXT).
+resolve_id() {
+  local id=$1 text=$2 f l c o hits=()
+  IFS=: read -r f l c o <<< "$id"
+  if grep -qxF "$id" "$WORK/all.txt" && { [[ -z $text ]] || [[ $(line_text "$f" "$l") == "$text" ]]; }; then
+    echo "$id"; return 0
+  fi
+  [[ -n $text && -r $f ]] && mapfile -t hits < <(awk -v t="$text" '{ s = $0; sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s) } s == t { print FNR }' "$f")
+  if ((${#hits[@]} == 1)) && grep -qxF "$f:${hits[0]}:$c:$o" "$WORK/all.txt"; then
+    echo "mutate: $id moved to line ${hits[0]}" >&2; echo "$f:${hits[0]}:$c:$o"; return 0
+  fi
+  return 1
+}
 if [[ -n $sample ]]; then
   # "ID [TEXT]": TEXT, the mutated line as --list printed it (trimmed), lets
   # an id follow its line when edits elsewhere in the file moved it.
@@ -280,16 +299,7 @@ if [[ -n $sample ]]; then
     entry=${entry#"${entry%%[![:space:]]*}"}
     id=${entry%%[[:space:]]*}
     text=${entry#"$id"}; text=${text#"${text%%[![:space:]]*}"}
-    IFS=: read -r f l c o <<< "$id"
-    if grep -qxF "$id" "$WORK/all.txt" && { [[ -z $text ]] || [[ $(line_text "$f" "$l") == "$text" ]]; }; then
-      echo "$id"; continue
-    fi
-    hits=()
-    [[ -n $text && -r $f ]] && mapfile -t hits < <(awk -v t="$text" '{ s = $0; sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s) } s == t { print FNR }' "$f")
-    if ((${#hits[@]} == 1)) && grep -qxF "$f:${hits[0]}:$c:$o" "$WORK/all.txt"; then
-      echo "mutate: $id moved to line ${hits[0]}" >&2; echo "$f:${hits[0]}:$c:$o"; continue
-    fi
-    stale+=("$id")
+    resolve_id "$id" "$text" || stale+=("$id")
   done < "$sample" > "$WORK/selected.txt"
   if ((${#stale[@]})); then
     echo "mutate: ids of $sample no longer found (their line changed; regenerate the sample):" >&2
@@ -312,8 +322,26 @@ if [[ -n $rnd_k ]]; then
     }' "$WORK/selected.txt" > "$WORK/sel.tmp" && mv "$WORK/sel.tmp" "$WORK/selected.txt"
 fi
 [[ -z $limit ]] || { head -n "$limit" "$WORK/selected.txt" > "$WORK/sel.tmp"; mv "$WORK/sel.tmp" "$WORK/selected.txt"; }
+# The equivalents: "ID<TAB>LINE TEXT<TAB>REASON" per line, the id resolved
+# as a sample's is; an entry whose line is gone stops the run (it would
+# otherwise excuse whatever mutant now has its id).
+declare -A equiv=()
+if [[ -r $EQUIV ]]; then
+  stale=()
+  while IFS=$'\t' read -r id text reason; do
+    [[ -z $id || $id == \#* ]] && continue
+    if cur=$(resolve_id "$id" "$text"); then equiv[$cur]=$reason; else stale+=("$id"); fi
+  done < "$EQUIV"
+  if ((${#stale[@]})); then
+    echo "mutate: equivalents in $EQUIV no longer found (their line changed; re-judge them):" >&2
+    printf '  %s\n' "${stale[@]}" >&2; exit 2
+  fi
+fi
 if ((list_only)); then
-  while IFS=: read -r f l c o; do printf '%s:%s:%s:%s\t%s\n' "$f" "$l" "$c" "$o" "$(line_text "$f" "$l")"; done < "$WORK/selected.txt"
+  while IFS=: read -r f l c o; do
+    id="$f:$l:$c:$o"
+    printf '%s\t%s%s\n' "$id" "$(line_text "$f" "$l")" "${equiv[$id]+$'\t'equivalent}"
+  done < "$WORK/selected.txt"
   rm -f "$ENUMS"; exit 0
 fi
 
@@ -383,10 +411,6 @@ batch() {  # bin log budget-file(read|write) mode
   echo survived
 }
 
-declare -A equiv=()
-if [[ -r $EQUIV ]]; then
-  while read -r id reason; do [[ -n $id && $id != \#* ]] && equiv[$id]=$reason; done < "$EQUIV"
-fi
 
 mapfile -t ids < "$WORK/selected.txt"
 # Same file together: one translation unit recompiles per mutant.
