@@ -280,12 +280,6 @@ class SchedulerNode {
   std::uint32_t live_nodes() const { return live_nodes_; }
   // ceil(shards / live_nodes()); 0 before the first announcement.
   std::uint32_t fair_share() const;
-  // Shards this node leads or is acquiring, those it is giving up aside.
-  std::uint32_t held_shards() const;
-  // Acquire only below the fair share: the budget of acquisitions.
-  void reset_acquire_budget();
-  // Tries the shards the last announcement found free (within the budget).
-  void acquire_free_shards();
   // False while the node's clock is outside max_clock_skew of the store's.
   bool clock_sane() const { return !clock_skewed_; }
   // Degraded once a stored record did not decode (see the file comment).
@@ -344,6 +338,12 @@ class SchedulerNode {
                    std::function<void(absl::StatusOr<R>)> done, bool read_only = false);
   void on_message(PeerId from, std::string_view bytes);
   void leadership_step(std::uint32_t shard);
+  // Shards this node leads or is acquiring, those it is giving up aside.
+  std::uint32_t held_shards() const;
+  // Acquire only below the fair share: the budget of acquisitions.
+  void reset_acquire_budget();
+  // Tries the shards the last announcement found free (within the budget).
+  void acquire_free_shards();
   void lose_leadership(std::uint32_t shard, std::string_view reason);
   void announce();
   void rebalance();
