@@ -544,6 +544,8 @@ constexpr RuleEntry kRules[] = {
     {inv::kAckedCommitsDurable, acked_commits_durable},
     {inv::kNotBeforeDue, not_before_due},
     {inv::kCorruptionContained, corruption_contained},
+    {inv::kRunsRecordReports, runs_record_reports},
+    {inv::kReportVerdictsTruthful, report_verdicts_truthful},
     {inv::kLedgerOneOutcome, ledger_one_outcome},
     {inv::kAttemptsBounded, attempts_bounded},
     {inv::kRetryBackoff, retry_backoff},

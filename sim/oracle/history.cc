@@ -188,7 +188,16 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       f.ready_us = absl::ToUnixMicros(run->ready_at);
       f.priority = static_cast<std::int8_t>(run->priority);
       f.manual = run->kind == RunKind::kManual;
-      if (!run->attempts.empty()) f.last_end = run->attempts.back().end;
+      if (!run->attempts.empty()) {
+        const AttemptRecord& last = run->attempts.back();
+        f.last_end = last.end;
+        if (last.end == AttemptEnd::kSucceeded || last.end == AttemptEnd::kFailed ||
+            last.end == AttemptEnd::kFailedPermanent || last.end == AttemptEnd::kTimedOut) {
+          f.reported_end = static_cast<std::uint32_t>(reported_ends_.size());
+          reported_ends_.push_back(
+              {last.token, last.exit_code, run->outcome, run->exit_code, strings_.id(run->detail)});
+        }
+      }
       runs_.push_back(f);
     } else if (op.key[0] == keys::kJob) {
       auto job = decode_job(op.value);

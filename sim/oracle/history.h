@@ -72,9 +72,40 @@ struct RunFact {
   std::int8_t priority = 0;
   bool manual = false;                         // RunKind::kManual
   AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
+  // When the latest attempt ended as a worker reports it (succeeded,
+  // failed, failed-permanent, timed-out): its index in
+  // FactRecorder::reported_ends(); kNoEnd otherwise.
+  static constexpr std::uint32_t kNoEnd = 0xffffffffu;
+  std::uint32_t reported_end = kNoEnd;
   // A leased write: the owner's own clock at the true time of the commit
   // (the simulator reads it; 0 when not leased or the owner is not a node).
   std::int64_t owner_clock_us = 0;
+};
+
+// What a run record written with a reported end (RunFact::reported_end)
+// says of it: the latest attempt's token and exit code, and the run's
+// outcome, exit code and detail.
+struct ReportedEnd {
+  std::uint64_t token = 0;        // the latest attempt's
+  std::int32_t attempt_exit = 0;  // the latest attempt's exit code
+  RunStatus outcome = RunStatus::kFailed;
+  std::int32_t exit_code = 0;
+  std::uint32_t detail = 0;  // interned
+};
+
+// A completion report as a worker's process sent it (answered = false), or
+// the verdict of the first answer to it as the worker handled it
+// (sim/world/lease_tap.h).
+struct ReportFact {
+  std::uint32_t run = 0;  // interned idempotency key
+  std::uint64_t token = 0;
+  RunStatus outcome = RunStatus::kFailed;
+  std::int32_t exit_code = 0;
+  std::uint32_t detail = 0;  // interned (the whole detail the worker sent)
+  bool answered = false;
+  WriteVerdict verdict = WriteVerdict::kAccepted;  // answered only
+  NodeId worker = kWorldNode;
+  absl::Time at;  // true time of the send or the handling
 };
 
 // One write of a shard's leader record.
@@ -206,6 +237,7 @@ class FactRecorder {
   // other events.
   void observe_event(const Event& event, absl::Time at);
   const std::vector<RunFact>& runs() const { return runs_; }
+  const std::vector<ReportedEnd>& reported_ends() const { return reported_ends_; }
   const std::vector<LeaderFact>& leaders() const { return leaders_; }
   const std::vector<WriteFact>& writes() const { return writes_; }
   const std::vector<LedgerFact>& ledger() const { return ledger_; }
@@ -228,6 +260,7 @@ class FactRecorder {
 
  private:
   std::vector<RunFact> runs_;
+  std::vector<ReportedEnd> reported_ends_;
   std::vector<LeaderFact> leaders_;
   std::vector<WriteFact> writes_;
   std::vector<LedgerFact> ledger_;
@@ -418,6 +451,9 @@ struct History {
   const std::vector<NodeWindow>* time_faults = nullptr;
   // Renewal refusals the workers handled (null: none recorded).
   const std::vector<LeaseRefusal>* refusals = nullptr;
+  // Completion reports the workers sent and the answers they handled (null:
+  // none recorded).
+  const std::vector<ReportFact>* reports = nullptr;
   NodeId store_node = kWorldNode;
   // The kernel's lease assumptions (LeaseConfig): a holder's clock runs at
   // most max_drift_ppm slow and stops `margin` inside its lease.

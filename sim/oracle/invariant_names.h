@@ -33,6 +33,9 @@ inline constexpr std::string_view kTimeliness = "timeliness";
 inline constexpr std::string_view kAckedCommitsDurable = "acked-commits-durable";
 inline constexpr std::string_view kNotBeforeDue = "not-before-due";
 inline constexpr std::string_view kCorruptionContained = "corruption-contained";
+// The report rules (sim/oracle/report_checks.cc).
+inline constexpr std::string_view kRunsRecordReports = "runs-record-reports";
+inline constexpr std::string_view kReportVerdictsTruthful = "report-verdicts-truthful";
 // The policy invariants (sim/oracle/policy_checks.cc).
 inline constexpr std::string_view kLedgerOneOutcome = "ledger-one-outcome";
 inline constexpr std::string_view kAttemptsBounded = "attempts-bounded";
@@ -108,6 +111,12 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kCorruptionContained,
                   "(10) a record that does not decode stalls only its own job: every other "
                   "job's occurrence due after the corruption is dispatched"},
+    InvariantInfo{inv::kRunsRecordReports,
+                  "(11) a completion the store applies records the outcome, exit code and "
+                  "detail its worker reported, on the attempt the report's token names"},
+    InvariantInfo{inv::kReportVerdictsTruthful,
+                  "(12) once the store applied a report, no copy of it is answered refused while "
+                  "the run still stands as that report left it"},
     InvariantInfo{inv::kLedgerOneOutcome,
                   "(P1) every occurrence that became due has exactly one ledger outcome"},
     InvariantInfo{inv::kAttemptsBounded,

@@ -195,6 +195,9 @@ Replay replay_history(const History& h);
 // One line describing a run fact, for evidence.
 std::string fact_text(const History& h, const RunFact& f);
 
+// The report rules (sim/oracle/report_checks.cc).
+void runs_record_reports(const History& h, const Replay& r, Findings& out);
+void report_verdicts_truthful(const History& h, const Replay& r, Findings& out);
 // The policy invariants (sim/oracle/policy_checks.cc), rules over
 // Replay::policy.
 void ledger_one_outcome(const History& h, const Replay& r, Findings& out);

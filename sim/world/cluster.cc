@@ -166,6 +166,19 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
                   absl::Time local) {
           refusals_.push_back({facts_.strings().id(idempotency_key(run)), token, w, world_.now(),
                                sent_at, sent, local});
+        },
+        [this, w](const CompleteItem& item, const wire::WireVerdict* answer) {
+          ReportFact f;
+          f.run = facts_.strings().id(idempotency_key(item.run));
+          f.token = item.token;
+          f.outcome = item.outcome;
+          f.exit_code = item.exit_code;
+          f.detail = facts_.strings().id(item.detail);
+          f.answered = answer != nullptr;
+          if (answer != nullptr) f.verdict = answer->verdict;
+          f.worker = w;
+          f.at = world_.now();
+          reports_.push_back(f);
         });
   }
   for (auto& np : nodes_) {
@@ -697,6 +710,7 @@ History Cluster::history() const {
   h.executions = &executions_;
   h.time_faults = &time_faults_;
   h.refusals = &refusals_;
+  h.reports = &reports_;
   h.store_node = store_->node();
   const LeaseConfig lease = lease_config(scenario_.timing);
   h.max_drift_ppm = lease.max_drift_ppm;

@@ -184,6 +184,7 @@ class Cluster {
   std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
   std::vector<NodeWindow> time_faults_;
   std::vector<LeaseRefusal> refusals_;  // renewal refusals the workers handled
+  std::vector<ReportFact> reports_;     // reports the workers sent, and their answers
   // Worker drains (fault drain) and when each node's process last started.
   std::vector<DrainFact> drains_;
   std::vector<absl::Time> process_started_;  // by NodeId

@@ -20,6 +20,8 @@ std::uint8_t tapped_type(std::string_view m) {
     case wire::MessageType::kClaimResponse:
     case wire::MessageType::kRenewRequest:
     case wire::MessageType::kRenewResponse:
+    case wire::MessageType::kCompleteRequest:
+    case wire::MessageType::kCompleteResponse:
     case wire::MessageType::kError:
       return t;
     default:
@@ -34,19 +36,28 @@ void bound(Map& m) {
 }  // namespace
 
 LeaseTap::LeaseTap(const World& world, Transport& inner, const SimClock& clock,
-                   RefusalObserver on_refusal)
-    : world_(world), inner_(inner), clock_(clock), on_refusal_(std::move(on_refusal)) {}
+                   RefusalObserver on_refusal, ReportObserver on_report)
+    : world_(world),
+      inner_(inner),
+      clock_(clock),
+      on_refusal_(std::move(on_refusal)),
+      on_report_(std::move(on_report)) {}
 
 void LeaseTap::send(PeerId to, std::string message) {
   if (tapped_type(message) != 0) {
     auto decoded = wire::decode(message);
     if (decoded.ok()) {
-      if (const auto* c = std::get_if<wire::ClaimRequest>(&*decoded)) {
-        claims_[c->request_id] = clock_.now();
+      if (auto* c = std::get_if<wire::ClaimRequest>(&*decoded)) {
+        for (const CompleteItem& item : c->reports) on_report_(item, nullptr);
+        claims_[c->request_id] = Claim{clock_.now(), std::move(c->reports)};
         bound(claims_);
       } else if (auto* r = std::get_if<wire::RenewRequest>(&*decoded)) {
         renewals_[r->request_id] = Renewal{world_.now(), clock_.now(), std::move(r->items)};
         bound(renewals_);
+      } else if (auto* q = std::get_if<wire::CompleteRequest>(&*decoded)) {
+        for (const CompleteItem& item : q->items) on_report_(item, nullptr);
+        completes_[q->request_id] = std::move(q->items);
+        bound(completes_);
       }
     }
   }
@@ -74,7 +85,8 @@ void LeaseTap::before(std::string_view message) {
     auto it = claims_.find(c->request_id);
     if (it == claims_.end()) return;
     for (const wire::WireGrant& g : c->grants)
-      handling_.push_back(Grant{g.run, g.token, g.lease_ttl, it->second});
+      handling_.push_back(Grant{g.run, g.token, g.lease_ttl, it->second.sent});
+    answered(it->second.reports, c->results);
     claims_.erase(it);
   } else if (const auto* r = std::get_if<wire::RenewResponse>(&*decoded)) {
     auto it = renewals_.find(r->request_id);
@@ -86,11 +98,25 @@ void LeaseTap::before(std::string_view message) {
       if (r->results[i].verdict != WriteVerdict::kAccepted)
         on_refusal_(renewal.items[i].run, renewal.items[i].token, renewal.sent_at, renewal.sent,
                     clock_.now());
+  } else if (const auto* q = std::get_if<wire::CompleteResponse>(&*decoded)) {
+    auto it = completes_.find(q->request_id);
+    if (it == completes_.end()) return;
+    answered(it->second, q->results);
+    completes_.erase(it);
   } else if (const auto* e = std::get_if<wire::ErrorMessage>(&*decoded)) {
     // The first answer to a request, an error: nothing more is waited for.
     claims_.erase(e->request_id);
     renewals_.erase(e->request_id);
+    completes_.erase(e->request_id);
   }
+}
+
+void LeaseTap::answered(const std::vector<CompleteItem>& items,
+                        const std::vector<wire::WireVerdict>& results) const {
+  // An answer whose verdicts do not line up with the request is ignored by
+  // the worker too (Worker::on_complete_response).
+  if (results.size() != items.size()) return;
+  for (std::size_t i = 0; i < items.size(); ++i) on_report_(items[i], &results[i]);
 }
 
 const LeaseTap::Grant* LeaseTap::grant_for(const RunRequest& r) const {
@@ -104,6 +130,7 @@ const LeaseTap::Grant* LeaseTap::grant_for(const RunRequest& r) const {
 void LeaseTap::reset() {
   claims_.clear();
   renewals_.clear();
+  completes_.clear();
   handling_.clear();
 }
 

@@ -11,7 +11,10 @@
 //     worker's clock at the send of the claim they answer (grant_for());
 //   - for the first answer to a renewal request the worker sent, every
 //     (run, token) the store refused (the refusal callback), with the
-//     worker's clock at the request's send and at the handling.
+//     worker's clock at the request's send and at the handling;
+//   - every completion report the worker sends (in a CompleteRequest or
+//     carried by a ClaimRequest), as it is sent, and the verdict of the first
+//     answer to it, as the worker handles that answer (the report callback).
 // Bytes pass through untouched, in the same order; no randomness is drawn
 // and nothing is traced, so a run with the tap is the run without it. Only
 // recent requests are remembered (the answers to older ones are not
@@ -27,6 +30,7 @@
 #include "absl/time/time.h"
 #include "core/kernel/records.h"
 #include "core/kernel/run_ref.h"
+#include "core/kernel/wire.h"
 #include "core/ports/runner.h"
 #include "core/ports/transport.h"
 #include "sim/world/sim_clock.h"
@@ -47,7 +51,12 @@ class LeaseTap final : public Transport {
   using RefusalObserver = std::function<void(const RunId&, std::uint64_t token, absl::Time sent_at,
                                              absl::Time sent, absl::Time local)>;
 
-  LeaseTap(const World& world, Transport& inner, const SimClock& clock, RefusalObserver on_refusal);
+  // A report as the worker sent it (answer null), or the verdict of the
+  // first answer to it as the worker handles it.
+  using ReportObserver = std::function<void(const CompleteItem&, const wire::WireVerdict* answer)>;
+
+  LeaseTap(const World& world, Transport& inner, const SimClock& clock, RefusalObserver on_refusal,
+           ReportObserver on_report);
 
   void send(PeerId to, std::string message) override;
   void set_handler(Handler handler) override;
@@ -68,8 +77,16 @@ class LeaseTap final : public Transport {
   Transport& inner_;
   const SimClock& clock_;
   RefusalObserver on_refusal_;
-  std::map<std::uint64_t, absl::Time> claims_;  // request id -> sent (worker clock)
+  ReportObserver on_report_;
+  struct Claim {
+    absl::Time sent;                    // the worker's clock
+    std::vector<CompleteItem> reports;  // the reports it carries
+  };
+  std::map<std::uint64_t, Claim> claims_;  // by request id
   std::map<std::uint64_t, Renewal> renewals_;
+  std::map<std::uint64_t, std::vector<CompleteItem>> completes_;  // by request id
+  void answered(const std::vector<CompleteItem>& items,
+                const std::vector<wire::WireVerdict>& results) const;
   std::vector<Grant> handling_;  // the claim answer being handled
 };
 

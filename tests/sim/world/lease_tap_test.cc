@@ -1,11 +1,14 @@
 // LeaseTap (sim/world/lease_tap.h): a worker's transport seen from outside.
 // Bytes pass through unchanged; while the worker handles a claim answer the
 // grants it carries are known with the worker's clock at the claim's send;
-// the first answer to a renewal reports each refused (run, token) once.
+// the first answer to a renewal reports each refused (run, token) once; every
+// report sent, alone or carried by a claim, is seen as sent and with the
+// verdict of the first answer to it.
 #include "sim/world/lease_tap.h"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,10 +29,18 @@ struct Net {
     absl::Time sent, local;
   };
   std::vector<Refusal> refusals;
+  struct Report {
+    CompleteItem item;
+    std::optional<WriteVerdict> verdict;  // none: as sent
+  };
+  std::vector<Report> reports;
   LeaseTap tap{
       w, net.transport(worker), clock,
       [this](const RunId& run, std::uint64_t token, absl::Time, absl::Time sent, absl::Time local) {
         refusals.push_back({run, token, sent, local});
+      },
+      [this](const CompleteItem& item, const wire::WireVerdict* answer) {
+        reports.push_back({item, answer ? std::optional(answer->verdict) : std::nullopt});
       }};
   Net() { clock.set_offset(absl::Seconds(100)); }
   void answer(const wire::Message& m) { net.transport(node).send(worker, wire::encode(m)); }
@@ -98,6 +109,43 @@ TEST(LeaseTap, ReportsTheRefusalsOfTheFirstAnswerToARenewal) {
   n.answer(wire::RenewResponse{78, {{WriteVerdict::kStaleToken, absl::ZeroDuration(), ""}}});
   n.w.run_for(absl::Seconds(1));
   EXPECT_EQ(n.refusals.size(), 1u);
+}
+
+TEST(LeaseTap, SeesEveryReportAsSentAndTheFirstAnswerToIt) {
+  Net n;
+  n.tap.set_handler([](PeerId, std::string_view) {});
+  CompleteItem a{run_a(), 5, RunStatus::kFailed, 1, "boom", ""};
+  CompleteItem b{RunId{"job-b", 1, run_a().nominal}, 2, RunStatus::kSucceeded, 0, "ok", "out"};
+  n.tap.send(n.node, wire::encode(wire::CompleteRequest{90, "worker-1", {a, b}}));
+  wire::ClaimRequest claim{91, "worker-1", 1};
+  claim.reports = {a};
+  n.tap.send(n.node, wire::encode(claim));
+  ASSERT_EQ(n.reports.size(), 3u);
+  EXPECT_EQ(n.reports[0].item, a);
+  EXPECT_EQ(n.reports[1].item, b);
+  EXPECT_EQ(n.reports[2].item, a);
+  for (const auto& r : n.reports) EXPECT_FALSE(r.verdict.has_value());
+  n.w.run_for(absl::Seconds(1));
+  const wire::CompleteResponse ans{
+      90, {{WriteVerdict::kAccepted, {}, ""}, {WriteVerdict::kStaleToken, {}, "stale"}}};
+  n.answer(ans);
+  n.answer(ans);  // a duplicate: nothing more is waited for
+  wire::ClaimResponse granted{91, {}};
+  granted.results = {{WriteVerdict::kAccepted, {}, "already recorded"}};
+  n.answer(granted);
+  n.w.run_for(absl::Seconds(1));
+  ASSERT_EQ(n.reports.size(), 6u);
+  EXPECT_EQ(n.reports[3].item, a);
+  EXPECT_EQ(n.reports[3].verdict, WriteVerdict::kAccepted);
+  EXPECT_EQ(n.reports[4].item, b);
+  EXPECT_EQ(n.reports[4].verdict, WriteVerdict::kStaleToken);
+  EXPECT_EQ(n.reports[5].item, a);
+  EXPECT_EQ(n.reports[5].verdict, WriteVerdict::kAccepted);
+  // An answer whose verdicts do not line up with the request says nothing.
+  n.tap.send(n.node, wire::encode(wire::CompleteRequest{92, "worker-1", {a, b}}));
+  n.answer(wire::CompleteResponse{92, {{WriteVerdict::kAccepted, {}, ""}}});
+  n.w.run_for(absl::Seconds(1));
+  EXPECT_EQ(n.reports.size(), 8u);  // the two sent, no answer
 }
 
 }  // namespace

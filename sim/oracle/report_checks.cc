@@ -1,0 +1,176 @@
+// The report rules: what the store does with a worker's completion report,
+// judged against the report itself as the worker's process sent it (read off
+// its traffic by the lease tap, sim/world/lease_tap.h: the wire format, no
+// kernel decision) and the answers its process handled (History::reports),
+// beside the store's run-record writes (the replay's run steps, with the
+// ReportedEnd the recorder decoded from each record).
+//
+// (11) A completion the store applies records what the worker reported: the
+// attempt the report's token names ends as the report's outcome says, with
+// its exit code, and the run carries the report's outcome, exit code and
+// detail (cut at the documented kMaxDetailSize) — whether the run is then
+// final or waits for its retry. An attempt of a worker's never ends as
+// succeeded, failed or timed out without a report of it.
+//
+// (12) The answer to a report is truthful: once the store applied a report
+// of (run, token), no answer to a copy of it (a worker re-sends a report
+// whose answer it did not get) says refused while the run still stands as
+// that report left it (no later write of the run record). The copy was
+// applied already; telling the worker "stale token" reports a fencing that
+// never happened.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "sim/oracle/replay.h"
+
+namespace kairos::sim {
+
+namespace {
+
+// How an attempt ends by a report of `s`, as docs/ARCHITECTURE.md states
+// the worker protocol: the four outcomes end it as themselves; kStopped
+// gives the run back (a release), which these rules leave alone.
+std::optional<AttemptEnd> reported_end_of(RunStatus s) {
+  switch (s) {
+    case RunStatus::kSucceeded:
+      return AttemptEnd::kSucceeded;
+    case RunStatus::kFailed:
+      return AttemptEnd::kFailed;
+    case RunStatus::kFailedPermanent:
+      return AttemptEnd::kFailedPermanent;
+    case RunStatus::kTimedOut:
+      return AttemptEnd::kTimedOut;
+    case RunStatus::kStopped:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+using RunToken = std::pair<std::uint32_t, std::uint64_t>;  // (interned run key, token)
+
+// The write that closed an attempt by a report: the replay's step, the
+// record's ReportedEnd.
+struct Closing {
+  const RunStep* step = nullptr;
+  const ReportedEnd* end = nullptr;
+};
+
+// Every applied write of a run record that ends its latest attempt as a
+// worker reports it, from leased: a completion the store applied.
+std::vector<Closing> closings(const History& h, const Replay& r) {
+  std::vector<Closing> out;
+  const std::vector<ReportedEnd>& ends = h.facts->reported_ends();
+  for (const RunStep& s : r.run_steps) {
+    const RunFact& f = *s.fact;
+    if (s.created || s.before_state != RunState::kLeased || f.reported_end == RunFact::kNoEnd)
+      continue;
+    out.push_back({&s, &ends[f.reported_end]});
+  }
+  return out;
+}
+
+std::string report_text(const History& h, const ReportFact& f) {
+  const Interner& names = h.facts->strings();
+  return absl::StrCat(
+      f.answered ? "answer handled by " : "report sent by ", (*h.node_names)[f.worker], " at ",
+      time_text(f.at), ": token ", f.token, " ", absl_sv(to_string(f.outcome)), " exit ",
+      f.exit_code, " detail '", names.name(f.detail), "'",
+      f.answered ? absl::StrCat(" -> ", absl_sv(to_string(f.verdict))) : std::string());
+}
+
+}  // namespace
+
+void runs_record_reports(const History& h, const Replay& r, Findings& out) {
+  if (h.reports == nullptr || h.facts == nullptr || h.node_names == nullptr) return;
+  const Interner& names = h.facts->strings();
+  std::map<RunToken, std::vector<const ReportFact*>> sent;
+  for (const ReportFact& f : *h.reports)
+    if (!f.answered) sent[{f.run, f.token}].push_back(&f);
+  for (const Closing& c : closings(h, r)) {
+    if (!out.open()) return;
+    const RunFact& f = *c.step->fact;
+    const ReportedEnd& e = *c.end;
+    auto it = sent.find({f.run, e.token});
+    Violation v;
+    v.job = names.name(f.job);
+    v.run = names.name(f.run);
+    v.evidence.push_back(fact_text(h, f));
+    if (it == sent.end()) {
+      v.detail =
+          absl::StrCat("attempt with token ", e.token, " ended ", absl_sv(to_string(f.last_end)),
+                       " at commit ", f.commit, " but no worker sent a report of it");
+      out.add(std::move(v));
+      continue;
+    }
+    const std::string& stored = names.name(e.detail);
+    bool matched = false;
+    for (const ReportFact* rep : it->second) {
+      if (reported_end_of(rep->outcome) != f.last_end) continue;
+      const std::string& detail = names.name(rep->detail);
+      const std::string_view cut = std::string_view(detail).substr(0, kMaxDetailSize);
+      if (e.attempt_exit == rep->exit_code && e.outcome == rep->outcome &&
+          e.exit_code == rep->exit_code && stored == cut) {
+        matched = true;
+        break;
+      }
+    }
+    if (matched) continue;
+    v.detail =
+        absl::StrCat("the store closed attempt token ", e.token, " as ",
+                     absl_sv(to_string(f.last_end)), " (attempt exit ", e.attempt_exit, "; run ",
+                     absl_sv(to_string(e.outcome)), " exit ", e.exit_code, " detail '", stored,
+                     "') at commit ", f.commit, ", which no report of it says");
+    for (const ReportFact* rep : it->second) v.evidence.push_back(report_text(h, *rep));
+    out.add(std::move(v));
+  }
+}
+
+void report_verdicts_truthful(const History& h, const Replay& r, Findings& out) {
+  if (h.reports == nullptr || h.facts == nullptr || h.node_names == nullptr || h.commits == nullptr)
+    return;
+  const Interner& names = h.facts->strings();
+  // Each run's applied writes and erasures, by true time.
+  std::map<std::uint32_t, std::vector<absl::Time>> writes;
+  for (const RunStep& s : r.run_steps) writes[s.fact->run].push_back(s.commit->at);
+  for (const auto& [commit, run] : h.facts->run_erases())
+    if (!lost(h, commit)) writes[run].push_back((*h.commits)[commit].at);
+  for (auto& [run, times] : writes) std::sort(times.begin(), times.end());
+  std::map<RunToken, std::vector<const ReportFact*>> refused;
+  for (const ReportFact& f : *h.reports)
+    if (f.answered && f.verdict != WriteVerdict::kAccepted) refused[{f.run, f.token}].push_back(&f);
+  if (refused.empty()) return;
+  for (const Closing& c : closings(h, r)) {
+    if (!out.open()) return;
+    const RunFact& f = *c.step->fact;
+    auto it = refused.find({f.run, c.end->token});
+    if (it == refused.end()) continue;
+    const absl::Time applied = c.step->commit->at;
+    const std::vector<absl::Time>& times = writes[f.run];
+    auto next = std::upper_bound(times.begin(), times.end(), applied);
+    const absl::Time until = next == times.end() ? absl::InfiniteFuture() : *next;
+    for (const ReportFact* rep : it->second) {
+      if (reported_end_of(rep->outcome) != f.last_end) continue;
+      if (rep->at <= applied || rep->at >= until) continue;
+      Violation v;
+      v.job = names.name(f.job);
+      v.run = names.name(f.run);
+      v.detail =
+          absl::StrCat("a copy of the report the store applied at commit ", f.commit, " (",
+                       time_text(applied), ") was answered ", absl_sv(to_string(rep->verdict)),
+                       " while the run still stood as that report left it");
+      v.evidence.push_back(fact_text(h, f));
+      v.evidence.push_back(report_text(h, *rep));
+      out.add(std::move(v));
+      break;
+    }
+  }
+}
+
+}  // namespace kairos::sim

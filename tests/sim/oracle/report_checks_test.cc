@@ -1,0 +1,174 @@
+// The report rules (sim/oracle/report_checks.cc) on hand-made histories:
+// `runs-record-reports` fires when a completion the store applied records an
+// outcome, exit code or detail its worker's report did not say, or closes an
+// attempt as reported with no report sent, and stays quiet on a faithful
+// record, a detail cut at the documented limit and a lapse;
+// `report-verdicts-truthful` fires when a copy of an applied report is
+// answered refused while the run still stands as the report left it, and
+// stays quiet once the run was written again, before the report applied and
+// on an accepted copy.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/history_builder.h"
+
+namespace kairos::sim {
+namespace {
+
+using test_support::granted;
+using test_support::Hist;
+using test_support::violated;
+
+constexpr NodeId kNode = 1;
+constexpr NodeId kWorker = 3;
+constexpr std::string_view kRecord = "runs-record-reports";
+constexpr std::string_view kTruthful = "report-verdicts-truthful";
+
+struct ReportHist : Hist {
+  RunRecord r;
+  std::vector<ReportFact> reports;
+  ReportHist() {
+    names.push_back("worker-1");
+    r.id = RunId{"job-r", 1, t0 + absl::Seconds(10)};
+    r.due_at = r.ready_at = r.dispatched_at = r.id.nominal;
+    commit(absl::Seconds(10), kNode, r);
+    r = granted(r, 1, t0 + absl::Seconds(11));
+    commit(absl::Seconds(11), kNode, r);
+  }
+  // The worker's report of token 1 (sent), or an answer to a copy of it.
+  void report(absl::Duration at, RunStatus outcome, std::int32_t exit, const std::string& detail,
+              std::optional<WriteVerdict> answer = std::nullopt) {
+    ReportFact f;
+    f.run = facts.strings().id(idempotency_key(r.id));
+    f.token = 1;
+    f.outcome = outcome;
+    f.exit_code = exit;
+    f.detail = facts.strings().id(detail);
+    f.answered = answer.has_value();
+    if (answer) f.verdict = *answer;
+    f.worker = kWorker;
+    f.at = t0 + at;
+    reports.push_back(f);
+  }
+  // The store closes attempt 1 as `end`: final, or ready for a retry.
+  void close(absl::Duration at, AttemptEnd end, RunStatus outcome, std::int32_t exit,
+             const std::string& detail, bool retry) {
+    r.attempts.back().end = end;
+    r.attempts.back().exit_code = exit;
+    r.attempts.back().finished_at = t0 + at;
+    r.outcome = outcome;
+    r.exit_code = exit;
+    r.detail = detail;
+    r.owner.clear();
+    r.lease_expiry = absl::InfinitePast();
+    if (retry) {
+      r.state = RunState::kReady;
+      r.attempt += 1;
+      r.ready_at = t0 + at + absl::Seconds(5);
+    } else {
+      r.state = outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed;
+    }
+    commit(at, kNode, r);
+  }
+  std::set<std::string> fired() const {
+    History h = history();
+    h.reports = &reports;
+    return violated(h);
+  }
+};
+
+TEST(ReportChecks, AFaithfulRecordOfTheReportIsQuiet) {
+  ReportHist ok;
+  ok.report(absl::Seconds(12), RunStatus::kSucceeded, 0, "deduplicated");
+  ok.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kSucceeded, RunStatus::kSucceeded,
+           0, "deduplicated", false);
+  EXPECT_EQ(ok.fired().count(std::string(kRecord)), 0u);
+
+  ReportHist retry;
+  retry.report(absl::Seconds(12), RunStatus::kFailed, 1, "simulated failure");
+  retry.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kFailed, RunStatus::kFailed, 1,
+              "simulated failure", true);
+  EXPECT_EQ(retry.fired().count(std::string(kRecord)), 0u);
+
+  // The stored detail is the report's cut at the documented limit.
+  ReportHist longer;
+  const std::string detail(kMaxDetailSize + 10, 'x');
+  longer.report(absl::Seconds(12), RunStatus::kFailed, 1, detail);
+  longer.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kFailed, RunStatus::kFailed,
+               1, detail.substr(0, kMaxDetailSize), false);
+  EXPECT_EQ(longer.fired().count(std::string(kRecord)), 0u);
+
+  // A lapse is the reaper's, not a report's.
+  ReportHist lapse;
+  lapse.r.attempts.back().end = AttemptEnd::kLapsed;
+  lapse.r.state = RunState::kReady;
+  lapse.r.owner.clear();
+  lapse.commit(absl::Seconds(45), kNode, lapse.r);
+  EXPECT_EQ(lapse.fired().count(std::string(kRecord)), 0u);
+}
+
+TEST(ReportChecks, ARecordTheReportDidNotSayIsAViolation) {
+  // A retry's detail that lost a byte.
+  ReportHist detail;
+  detail.report(absl::Seconds(12), RunStatus::kFailed, 1, "simulated failure");
+  detail.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kFailed, RunStatus::kFailed,
+               1, "imulated failure", true);
+  EXPECT_EQ(detail.fired().count(std::string(kRecord)), 1u);
+
+  // Another exit code.
+  ReportHist exit;
+  exit.report(absl::Seconds(12), RunStatus::kFailed, 1, "boom");
+  exit.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kFailed, RunStatus::kFailed, 2,
+             "boom", false);
+  EXPECT_EQ(exit.fired().count(std::string(kRecord)), 1u);
+
+  // Another outcome: reported failed, recorded timed out.
+  ReportHist outcome;
+  outcome.report(absl::Seconds(12), RunStatus::kFailed, 1, "boom");
+  outcome.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kTimedOut,
+                RunStatus::kTimedOut, 1, "boom", false);
+  EXPECT_EQ(outcome.fired().count(std::string(kRecord)), 1u);
+
+  // Closed as succeeded with no report sent at all.
+  ReportHist none;
+  none.close(absl::Seconds(12), AttemptEnd::kSucceeded, RunStatus::kSucceeded, 0, "", false);
+  EXPECT_EQ(none.fired().count(std::string(kRecord)), 1u);
+}
+
+TEST(ReportChecks, ARefusedCopyOfAnAppliedReportIsAViolationUntilTheRunMovesOn) {
+  auto applied = [] {
+    ReportHist h;
+    h.report(absl::Seconds(12), RunStatus::kFailed, 1, "boom");
+    h.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kFailed, RunStatus::kFailed, 1,
+            "boom", true);
+    return h;
+  };
+  ReportHist refused = applied();
+  refused.report(absl::Seconds(14), RunStatus::kFailed, 1, "boom", WriteVerdict::kStaleToken);
+  EXPECT_EQ(refused.fired().count(std::string(kTruthful)), 1u);
+
+  ReportHist accepted = applied();
+  accepted.report(absl::Seconds(14), RunStatus::kFailed, 1, "boom", WriteVerdict::kAccepted);
+  EXPECT_EQ(accepted.fired().count(std::string(kTruthful)), 0u);
+
+  // Granted again (token 2) before the copy's answer: stale is the truth.
+  ReportHist moved = applied();
+  moved.r = granted(moved.r, 2, moved.t0 + absl::Seconds(13));
+  moved.commit(absl::Seconds(13), kNode, moved.r);
+  moved.report(absl::Seconds(14), RunStatus::kFailed, 1, "boom", WriteVerdict::kStaleToken);
+  EXPECT_EQ(moved.fired().count(std::string(kTruthful)), 0u);
+
+  // An answer handled before the report applied judges an earlier state.
+  ReportHist before;
+  before.report(absl::Seconds(11) + absl::Milliseconds(500), RunStatus::kFailed, 1, "boom",
+                WriteVerdict::kStaleToken);
+  before.report(absl::Seconds(12), RunStatus::kFailed, 1, "boom");
+  before.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kFailed, RunStatus::kFailed,
+               1, "boom", true);
+  EXPECT_EQ(before.fired().count(std::string(kTruthful)), 0u);
+}
+
+}  // namespace
+}  // namespace kairos::sim
