@@ -291,16 +291,20 @@ absl::Status JobStore::trigger(Txn& txn, const TriggerArgs& args, TriggerResult*
     if (!existing && !schedule.matches(nominal)) break;
     nominal += absl::Microseconds(1);
   }
-  KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs_for_overlap(txn, job));
   const JobPolicy& p = job.spec.policy;
   RunState state = RunState::kReady;
-  if (!args.force && (open.active >= overlap_cap(p) || open.waiting > 0)) {
-    if (p.overlap == OverlapPolicy::kQueue && open.waiting == 0) {
-      state = RunState::kWaiting;
-    } else {
-      return absl::FailedPreconditionError(
-          absl::StrCat("trigger: the overlap policy refuses a run now (", open.active,
-                       " unfinished, ", open.waiting, " waiting); pass force to run anyway"));
+  // A forced run passes the overlap policy, so it need not count the job's
+  // unfinished runs (a scan of all of them, which forced triggers multiply).
+  if (!args.force) {
+    KAIROS_ASSIGN_OR_RETURN(OpenRuns open, open_runs_for_overlap(txn, job));
+    if (open.active >= overlap_cap(p) || open.waiting > 0) {
+      if (p.overlap == OverlapPolicy::kQueue && open.waiting == 0) {
+        state = RunState::kWaiting;
+      } else {
+        return absl::FailedPreconditionError(
+            absl::StrCat("trigger: the overlap policy refuses a run now (", open.active,
+                         " unfinished, ", open.waiting, " waiting); pass force to run anyway"));
+      }
     }
   }
   RunRecord run;

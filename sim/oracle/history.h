@@ -367,6 +367,9 @@ struct ClientJob {
   kairos::JobPolicy policy;
   bool recurring = false;
   absl::Duration longest_run = absl::ZeroDuration();
+  // The client sent it a forced trigger (`trigger ... force=yes`): force
+  // overrides the overlap policy, so that policy no longer bounds its runs.
+  bool forced = false;
 };
 
 // A cancel the client saw acknowledged.

@@ -528,7 +528,7 @@ void overlap_respected(const History& h, const Replay& r, Findings& out) {
   std::set<JobKey> reported;
   for (const PolicyFacts::Unfinished& o : pf.unfinished) {
     const ClientJob* cj = pf.job(o.job);
-    if (cj == nullptr) continue;
+    if (cj == nullptr || cj->forced) continue;  // a forced trigger overrides the policy
     const JobPolicy& p = cj->policy;
     bool ok = true;
     switch (p.overlap) {

@@ -792,6 +792,10 @@ absl::Status parse_control(ParseState& p) {
   a.num("job", &c.job, 1, 10000, "a job line number (1-based)");
   if (c.op == ControlSpec::Op::kPause) {
     a.opt_dur("for", &c.resume_after);
+  } else if (c.op == ControlSpec::Op::kTrigger) {
+    a.num("repeat", &c.repeat, 1, 100000, "a trigger count per job");
+    a.dur("spacing", &c.spacing);
+    a.boolean("force", &c.force);
   } else if (c.op == ControlSpec::Op::kReschedule) {
     if (a.has("every") == a.has("expr"))
       return a.err(
@@ -804,6 +808,9 @@ absl::Status parse_control(ParseState& p) {
   KAIROS_RETURN_IF_ERROR(a.finish());
   if (c.resume_after && *c.resume_after <= absl::ZeroDuration())
     return a.err("for: expected a positive duration");
+  if (c.spacing < absl::ZeroDuration()) return a.err("spacing: must not be negative");
+  if (c.repeat == 1 && c.spacing != absl::ZeroDuration())
+    return a.err("spacing: only with repeat= above 1");
   if (c.op == ControlSpec::Op::kReschedule) {
     ScheduleSpec sch;
     if (c.expr.empty()) {
@@ -831,6 +838,10 @@ void format_control(const Scenario& s, std::string& out) {
         absl::StrCat(absl_sv(to_string(c.op)), " at=", format_duration(c.at), " count=", c.count);
     if (c.job != 0) absl::StrAppend(&l, " job=", c.job);
     if (c.resume_after) absl::StrAppend(&l, " for=", format_duration(*c.resume_after));
+    if (c.repeat != 1) absl::StrAppend(&l, " repeat=", c.repeat);
+    if (c.spacing != absl::ZeroDuration())
+      absl::StrAppend(&l, " spacing=", format_duration(c.spacing));
+    if (c.force) absl::StrAppend(&l, " force=yes");
     if (c.op == ControlSpec::Op::kReschedule) {
       if (c.expr.empty())
         absl::StrAppend(&l, " every=", format_duration(c.every));
@@ -1115,6 +1126,7 @@ constexpr Directive kDirectives[] = {
      "pause at=10m count=2 for=5m\n"
      "reschedule at=20m count=1 every=2m\n"
      "trigger at=25m count=3\n"
+     "trigger at=26m count=1 repeat=5 spacing=10ms force=yes\n"
      "reschedule at=30m count=1 expr=\"0 * * * *\" zone=UTC\n"},
     {{"reads"}, true, parse_reads, format_reads, "reads every=5s page=3\n"},
     {{"inputs"}, true, parse_inputs, format_inputs, "inputs every=20s\n"},

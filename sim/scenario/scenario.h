@@ -159,6 +159,11 @@ struct ControlSpec {
   absl::Duration every = absl::ZeroDuration();
   std::string expr;
   std::string zone = "UTC";
+  // kTrigger: `repeat` triggers of each job, `spacing` apart from `at`,
+  // forced past the overlap policy when `force` (trigger_job(force=true)).
+  std::uint32_t repeat = 1;
+  absl::Duration spacing = absl::ZeroDuration();
+  bool force = false;
   friend bool operator==(const ControlSpec&, const ControlSpec&) = default;
 };
 std::string_view to_string(ControlSpec::Op op);

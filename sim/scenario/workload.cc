@@ -189,6 +189,7 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random)
           break;
         case ControlSpec::Op::kTrigger:
           p.op = Op::kTrigger;
+          p.force = c.force;
           break;
         case ControlSpec::Op::kReschedule:
           p.op = Op::kReschedule;
@@ -205,6 +206,11 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random)
           break;
       }
       controls_.push_back(p);
+      for (std::uint32_t n = 1; n < c.repeat; ++n) {
+        PlannedControl again = p;
+        again.at = c.at + c.spacing * static_cast<std::int64_t>(n);
+        controls_.push_back(again);
+      }
       if (c.op == ControlSpec::Op::kPause && c.resume_after) {
         PlannedControl r;
         r.op = Op::kResume;
@@ -394,8 +400,10 @@ void Workload::control(std::size_t index) {
   ctx.timers.after(kRetryAfter, [this, index, gen] {
     if (gen == generation_ && controls_[index].state == State::kPending) control(index);
   });
-  if (!jobs_[c.job].acked) return;       // not created yet: try again later
-  if (waits_for_earlier(index)) return;  // one request per job at a time
+  if (!jobs_[c.job].acked) return;  // not created yet: try again later
+  // One request per job at a time, but forced triggers: they carry no
+  // If-Match and the overlap policy does not hold them back.
+  if (!c.force && waits_for_earlier(index)) return;
   if (c.op == Op::kResume && controls_[c.pause].state != State::kAcked) {
     c.state = State::kDropped;  // the pause was refused: nothing to resume
     return;
@@ -405,6 +413,10 @@ void Workload::control(std::size_t index) {
   if (!c.sent) {
     c.sent = ctx.world.now();
     if (c.op != Op::kTrigger) c.expected = jobs_[c.job].generation;
+    if (c.force)
+      for (ClientJob& cj : client_jobs_)
+        if (cj.id == jobs_[c.job].spec.id && cj.incarnation == jobs_[c.job].acked->incarnation)
+          cj.forced = true;
   }
   const std::string& id = jobs_[c.job].spec.id;
   auto on_control = [this, index](absl::StatusOr<ControlResult> r) {
@@ -422,7 +434,7 @@ void Workload::control(std::size_t index) {
       node->reschedule_job(id, c.schedule, c.expected, std::move(on_control));
       return;
     case Op::kTrigger:
-      node->trigger_job(id, /*force=*/false, [this, index](absl::StatusOr<TriggerResult> r) {
+      node->trigger_job(id, c.force, [this, index](absl::StatusOr<TriggerResult> r) {
         answered(index, r.status(), r.ok() ? r->run.id.incarnation : 0, std::nullopt,
                  r.ok() ? std::optional<absl::Time>(r->run.id.nominal) : std::nullopt);
       });

@@ -223,6 +223,7 @@ class Workload {
     std::size_t job = 0;                       // index into jobs_
     std::size_t pause = 0;                     // kResume: its pause (index into controls_)
     ScheduleSpec schedule;                     // kReschedule
+    bool force = false;                        // kTrigger: past the overlap policy
     std::optional<absl::Time> sent, answered;  // true times
     // The If-Match generation, fixed at the first send (retries repeat it).
     std::optional<std::uint64_t> expected;

@@ -363,6 +363,7 @@ void Cluster::on_event(const Event& e) {
     world_.mark("kernel.run-released");
   } else if (k == event_kinds::kRunCancelled) {
     world_.mark("kernel.ready-run-withdrawn");
+    if (field("reason") == "job no longer active") world_.mark("kernel.claim-withdrew-inactive");
   } else if (k == event_kinds::kWorkerLeaseDeadline) {
     world_.mark("worker.stopped-at-lease-deadline");
   } else if (k == event_kinds::kWorkerLeaseLost) {

@@ -83,6 +83,9 @@ inline constexpr std::string_view kOtherMarks[] = {
     "kernel.reap-passed-over",
     // A worker's drain completed (fault drain): its `drained` callback ran.
     "worker.drained",
+    // A claim met a ready run of a job no longer active (cancelled with more
+    // open runs than its cancel withdraws at once) and withdrew it.
+    "kernel.claim-withdrew-inactive",
 };
 
 }  // namespace kairos::sim

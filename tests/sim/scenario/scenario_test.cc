@@ -193,6 +193,13 @@ TEST(Scenario, PolicyAndControlErrorsNameTheAttributeAndWhatWasExpected) {
                "bad.scenario:1: pause: for: expected a positive duration");
   expect_error("trigger at=1m count=1 for=1m\n",
                "bad.scenario:1: trigger: unknown attribute \"for\"");
+  expect_error("trigger at=1m count=1 repeat=0\n", "trigger: repeat: expected a trigger count");
+  expect_error("trigger at=1m count=1 spacing=1s\n",
+               "bad.scenario:1: trigger: spacing: only with repeat= above 1");
+  expect_error("trigger at=1m count=1 force=maybe\n",
+               "trigger: force: expected yes or no, got \"maybe\"");
+  expect_error("pause at=1m count=1 force=yes\n",
+               "bad.scenario:1: pause: unknown attribute \"force\"");
   expect_error("reschedule at=1m count=1\n",
                "bad.scenario:1: reschedule: expected exactly one new schedule");
   expect_error("reschedule at=1m count=1 every=1m expr=\"* * * * *\"\n",
