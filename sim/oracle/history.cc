@@ -212,7 +212,8 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       if (!same_incarnation || schedule_changed || last.paused != job->paused ||
           last.generation != job->generation || paused_with_due)
         job_changes_.push_back({commit.index, id, job->incarnation, job->generation, job->paused,
-                                schedule_changed, paused_with_due});
+                                schedule_changed, paused_with_due,
+                                job->state == kairos::JobState::kCancelled, store_us});
       last.incarnation = job->incarnation;
       last.generation = job->generation;
       last.paused = job->paused;

@@ -192,6 +192,8 @@ struct JobFact {
   // An active record that says paused yet names a next due time
   // (JobRecord::next_due_at): the due entry a pause removes.
   bool paused_with_due = false;
+  bool cancelled = false;     // the record says cancelled (JobState::kCancelled)
+  std::int64_t store_us = 0;  // Txn::now() of the commit
 };
 
 // A worker's record that it stopped an attempt it was running: its lease
@@ -433,6 +435,10 @@ struct History {
   const std::vector<std::string>* node_names = nullptr;  // by NodeId
   // Occurrences that must reach a terminal state (due before end - quiet_tail).
   const std::vector<Occurrence>* expected = nullptr;
+  // The occurrences of each cancelled incarnation the client's schedule made
+  // certain before the cancel was answered; those due by the cancel's commit
+  // (store clock) must each have a ledger outcome (P1).
+  const std::vector<Occurrence>* cancelled_due = nullptr;
   const std::vector<CancelAck>* cancels = nullptr;
   // Every job whose create was acknowledged.
   const std::vector<ClientJob>* jobs = nullptr;

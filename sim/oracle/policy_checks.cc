@@ -573,7 +573,8 @@ void ledger_one_outcome(const History& h, const Replay& r, Findings& out) {
       break;
     }
   }
-  for (const auto& [k, occurrences] : pf.expected) {
+  auto uncovered = [&](JobKey k, const std::vector<const Occurrence*>& occurrences,
+                       std::string_view what) {
     auto it = pf.latest.find(k);
     for (const Occurrence* o : occurrences) {
       bool covered = false;
@@ -587,10 +588,14 @@ void ledger_one_outcome(const History& h, const Replay& r, Findings& out) {
       if (covered) continue;
       report(h, out, k.first, "",
              absl::StrCat("occurrence ", time_text(o->nominal), " (due ", time_text(o->due),
-                          ", incarnation ", k.second, ") has no ledger record"));
+                          ", incarnation ", k.second, ")", absl_sv(what), " has no ledger record"));
       break;  // one per job is enough to act on
     }
-  }
+  };
+  for (const auto& [k, occurrences] : pf.expected) uncovered(k, occurrences, "");
+  // A cancel closes the books: what fell due by its commit has an outcome.
+  for (const auto& [k, occurrences] : pf.cancelled_due)
+    uncovered(k, occurrences, ", due by the commit that cancelled the job,");
 }
 
 // P6: each decision's outcomes match the misfire rule (judge_misfire), or,

@@ -133,9 +133,25 @@ class PolicyReplay {
         const std::uint32_t id = names_.find(o.job);
         if (id != Interner::kNone) out_.expected[{id, o.incarnation}].push_back(&o);
       }
-    for (auto& [k, list] : out_.expected)
-      std::sort(list.begin(), list.end(),
-                [](const Occurrence* a, const Occurrence* b) { return a->nominal < b->nominal; });
+    if (h_.cancelled_due != nullptr && h_.commits != nullptr) {
+      // The store time of each incarnation's cancelling commit (the first
+      // applied write of its record saying cancelled).
+      std::map<JobKey, std::int64_t> cancelled_at;
+      for (const JobFact& f : h_.facts->job_changes())
+        if (f.cancelled && !lost(h_, f.commit))
+          cancelled_at.try_emplace({f.job, f.incarnation}, f.store_us);
+      for (const Occurrence& o : *h_.cancelled_due) {
+        const std::uint32_t id = names_.find(o.job);
+        if (id == Interner::kNone) continue;
+        auto it = cancelled_at.find({id, o.incarnation});
+        if (it != cancelled_at.end() && absl::ToUnixMicros(o.due) <= it->second)
+          out_.cancelled_due[{id, o.incarnation}].push_back(&o);
+      }
+    }
+    for (auto* m : {&out_.expected, &out_.cancelled_due})
+      for (auto& [k, list] : *m)
+        std::sort(list.begin(), list.end(),
+                  [](const Occurrence* a, const Occurrence* b) { return a->nominal < b->nominal; });
     replay_runs();
     replay_ledger();
   }

@@ -106,6 +106,9 @@ struct PolicyFacts {
   // nominal time), by (job, incarnation).
   std::map<JobKey, const ClientJob*> jobs;
   std::map<JobKey, std::vector<const Occurrence*>> expected;
+  // A cancelled incarnation's certain occurrences whose fire time had come
+  // by the store time of the commit that cancelled it (by nominal time).
+  std::map<JobKey, std::vector<const Occurrence*>> cancelled_due;
   const ClientJob* job(JobKey k) const {
     auto it = jobs.find(k);
     return it == jobs.end() ? nullptr : it->second;

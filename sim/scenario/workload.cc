@@ -706,6 +706,17 @@ std::vector<PauseWindow> Workload::pause_windows() const {
   return out;
 }
 
+std::vector<Occurrence> Workload::cancelled_due() const {
+  std::vector<Occurrence> out;
+  for (const PlannedCancel& c : cancels_) {
+    if (!c.acked || !jobs_[c.job].acked) continue;
+    std::vector<Occurrence> mine = expected_occurrences(timeline(c.job), c.acked_at);
+    out.insert(out.end(), std::make_move_iterator(mine.begin()),
+               std::make_move_iterator(mine.end()));
+  }
+  return out;
+}
+
 std::vector<Occurrence> Workload::expected(absl::Time until) const {
   std::vector<Occurrence> out;
   for (std::size_t i = 0; i < jobs_.size(); ++i) {

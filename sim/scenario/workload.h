@@ -180,6 +180,10 @@ class Workload {
   // Occurrences due by `until` of every acknowledged job that was never
   // cancelled, under its control requests (expected_occurrences()).
   std::vector<Occurrence> expected(absl::Time until) const;
+  // For each acknowledged cancel, the occurrences of the cancelled
+  // incarnation the schedule and the control answers make certain, up to
+  // the cancel's answer (History::cancelled_due).
+  std::vector<Occurrence> cancelled_due() const;
   const std::vector<CancelAck>& cancels() const { return acked_cancels_; }
   // One entry per acknowledged create, in the order the answers came.
   const std::vector<ClientJob>& client_jobs() const { return client_jobs_; }

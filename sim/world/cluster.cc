@@ -701,6 +701,7 @@ History Cluster::history() const {
   h.facts = &facts_;
   h.node_names = &node_names_;
   h.expected = &expected_;
+  h.cancelled_due = &cancelled_due_;
   h.cancels = &workload_->cancels();
   h.jobs = &workload_->client_jobs();
   h.starvation_bound = starvation_bound_;
@@ -786,10 +787,13 @@ RunSummary Cluster::run() {
   // that the replay check compares like with like.
   if (store_->up()) world_.run_for(scenario_.store.sync_interval * 2);
   expected_ = workload_->expected(world_.start() + active);
+  cancelled_due_ = workload_->cancelled_due();
   // A job whose record was corrupted cannot fire from then on: its later
   // occurrences are not expected (the other jobs' still are).
   for (const CorruptedRecord& c : corrupted_)
     std::erase_if(expected_, [&](const Occurrence& o) { return o.job == c.job && o.due >= c.at; });
+  for (const CorruptedRecord& c : corrupted_)
+    std::erase_if(cancelled_due_, [&](const Occurrence& o) { return o.job == c.job; });
   report_ = Checker::with_defaults().run(history(), scenario_.ignored);
   RunSummary s;
   s.seed = world_.seed();

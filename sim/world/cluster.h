@@ -177,6 +177,7 @@ class Cluster {
   FactRecorder facts_;
   std::vector<FaultWindow> windows_;
   std::vector<Occurrence> expected_;
+  std::vector<Occurrence> cancelled_due_;
   std::vector<CorruptedRecord> corrupted_;
   // True-time execution of every attempt (the runners' observers), open
   // ones by (worker, runner handle); and the nodes' time faults.

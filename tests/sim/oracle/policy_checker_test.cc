@@ -168,6 +168,68 @@ TEST(PolicyChecker, LedgerRecordsMustCoverEachOccurrenceExactlyOnce) {
   EXPECT_TRUE(violated(y.history()).count("ledger-one-outcome"));
 }
 
+// A cancel closes the books: an occurrence of the cancelled incarnation
+// whose fire time came by the commit that cancelled it has an outcome; one
+// after it needs none, nor does one of a cancel that was never applied.
+TEST(PolicyChecker, ACancelLeavesNoOccurrenceDueByItsCommitWithoutALedgerRecord) {
+  // The job's record as created, and its cancel at `at` (rolled back by a
+  // store crash when `lost`).
+  auto job = [] {
+    JobRecord j;
+    j.spec.id = "j";
+    j.spec.schedule.kind = ScheduleSpec::Kind::kInterval;
+    j.spec.schedule.every = absl::Minutes(1);
+    j.spec.schedule.start = absl::FromUnixSeconds(1767225600);
+    j.incarnation = 1;
+    return j;
+  };
+  auto created = [&](PolicyHist& x) {
+    x.jobs.push_back(client_job("j", x.t0));
+    x.commit_ops(absl::ZeroDuration(), kLeader,
+                 {{WriteOp::Kind::kPut, keys::job("j"), encode(job())}});
+  };
+  auto cancelled_at = [&](PolicyHist& x, absl::Duration at, bool lost) {
+    JobRecord j = job();
+    j.state = JobState::kCancelled;
+    j.generation += 1;
+    x.commit_ops(at, kLeader, {{WriteOp::Kind::kPut, keys::job("j"), encode(j)}});
+    if (lost) x.commits.back().state = StoreCommit::State::kLost;
+  };
+  const absl::Time m1 = absl::FromUnixSeconds(1767225600) + absl::Minutes(1);
+  const absl::Time m2 = m1 + absl::Minutes(1), m3 = m2 + absl::Minutes(1);
+  std::vector<Occurrence> due = {{"j", 1, m1, m1}, {"j", 1, m2, m2}, {"j", 1, m3, m3}};
+  auto judged = [&](PolicyHist& x) {
+    History h = x.history();
+    h.cancelled_due = &due;
+    return violated(h).count("ledger-one-outcome");
+  };
+  // Cancelled at m2 exactly: m1 fired, m2 closed by the cancel, m3 after it.
+  PolicyHist ok;
+  created(ok);
+  ok.commit_ops(absl::Minutes(1), kLeader,
+                {Hist::put("j", record(m1, m1, 1, LedgerOutcome::kFired))});
+  cancelled_at(ok, absl::Minutes(2), false);
+  ok.commit_ops(absl::Minutes(2), kLeader,
+                {Hist::put("j", record(m2, m2, 1, LedgerOutcome::kCancelled))});
+  EXPECT_EQ(judged(ok), 0u);
+
+  // The cancel left m2, due at its commit, without an outcome.
+  PolicyHist open;
+  created(open);
+  open.commit_ops(absl::Minutes(1), kLeader,
+                  {Hist::put("j", record(m1, m1, 1, LedgerOutcome::kFired))});
+  cancelled_at(open, absl::Minutes(2), false);
+  EXPECT_EQ(judged(open), 1u);
+
+  // A cancelling commit a store crash rolled back cancelled nothing.
+  PolicyHist rolled_back;
+  created(rolled_back);
+  rolled_back.commit_ops(absl::Minutes(1), kLeader,
+                         {Hist::put("j", record(m1, m1, 1, LedgerOutcome::kFired))});
+  cancelled_at(rolled_back, absl::Minutes(2), true);
+  EXPECT_EQ(judged(rolled_back), 0u);
+}
+
 TEST(PolicyChecker, MisfireOutcomesMustMatchTheThresholdAndThePolicy) {
   PolicyHist x;
   x.jobs.push_back(client_job("j", x.t0));  // run-once, threshold 60 s
