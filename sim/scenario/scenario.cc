@@ -950,6 +950,33 @@ void format_queries(const Scenario& s, std::string& out) {
   put(out, "queries every=", format_duration(s.queries.every), " page=", s.queries.page);
 }
 
+// The client's batches and in-place updates (`batches`, `updates`;
+// sim/scenario/workload.h, "Batches" and "Updates").
+absl::Status parse_batches(ParseState& p) {
+  Attrs a = p.attrs(1);
+  a.dur("every", &p.s.batches.every);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (p.s.batches.every < absl::Milliseconds(100) || p.s.batches.every > absl::Hours(24))
+    return p.error("batches: every: expected a duration in [100ms, 24h]");
+  return absl::OkStatus();
+}
+void format_batches(const Scenario& s, std::string& out) {
+  if (s.batches.every == absl::ZeroDuration()) return;
+  put(out, "batches every=", format_duration(s.batches.every));
+}
+absl::Status parse_updates(ParseState& p) {
+  Attrs a = p.attrs(1);
+  a.dur("every", &p.s.updates.every);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (p.s.updates.every < absl::Seconds(1) || p.s.updates.every > absl::Hours(24))
+    return p.error("updates: every: expected a duration in [1s, 24h]");
+  return absl::OkStatus();
+}
+void format_updates(const Scenario& s, std::string& out) {
+  if (s.updates.every == absl::ZeroDuration()) return;
+  put(out, "updates every=", format_duration(s.updates.every));
+}
+
 absl::Status parse_swarm(ParseState& p) {
   Attrs a = p.attrs(1);
   RandomFaults& rf = p.s.random_faults;
@@ -1119,6 +1146,8 @@ constexpr Directive kDirectives[] = {
     {{"reads"}, true, parse_reads, format_reads, "reads every=5s page=3\n"},
     {{"inputs"}, true, parse_inputs, format_inputs, "inputs every=20s\n"},
     {{"queries"}, true, parse_queries, format_queries, "queries every=4s page=2\n"},
+    {{"batches"}, true, parse_batches, format_batches, "batches every=6s\n"},
+    {{"updates"}, true, parse_updates, format_updates, "updates every=40s\n"},
     {{"fault"},
      false,
      parse_fault,
