@@ -15,10 +15,14 @@
 //   microseconds), at a generation under which the store holds that spec;
 //   every item that changed something was written by one commit; an item
 //   the client expects unchanged keeps its generation, an updated one moves
-//   one on. An apply with If-Match: a generation that does not match (stale,
-//   or the job absent) is refused FailedPrecondition as a generation
-//   mismatch and its spec is never stored; a matching one (a live job's, or
-//   a tombstone's) is accepted one generation on, its spec stored.
+//   one on. One job's apply or update: with an If-Match that does not match
+//   (stale, below a tombstone's, or the job absent) it is refused
+//   FailedPrecondition as a generation mismatch; an update of a cancelled
+//   job is refused FailedPrecondition, not as a mismatch (the job is not
+//   live); an update of an id that never existed NotFound; an apply of a
+//   spec past a limit InvalidArgument; none of these stores its spec; with a
+//   matching If-Match (a live job's, or a tombstone's) it is accepted one
+//   generation on and its spec stored.
 // updates-follow-if-match (JobStore::update): an update carrying the
 //   generation the client knew is accepted, answered one generation on with
 //   the spec asked for, which the store holds at that generation; one with a
@@ -137,7 +141,7 @@ void batches_all_or_nothing(const History& h, const Replay&, Findings& out) {
     const std::vector<std::string> changed = split(text_of(ev, "changed"));
     const std::string field = text_of(ev, "field");
     const std::string planted = text_of(ev, "planted");
-    const bool apply = text_of(ev, "op") == "apply";
+    const bool apply = text_of(ev, "op") != "batch";  // one job's apply or update
     const std::string first = ids.empty() ? std::string() : ids.front();
     auto never_stored = [&](const char* what) {
       for (std::size_t i = 0; i < ids.size() && i < sent.size(); ++i)
@@ -177,22 +181,37 @@ void batches_all_or_nothing(const History& h, const Replay&, Findings& out) {
       return commits;
     };
     if (apply) {
-      const bool expect_ok = !want.empty() && want.front() != "-";
-      if (expect_ok) {
+      // One job's apply or update, and the answer its contract gives it.
+      const std::string expect = text_of(ev, "expect");
+      const bool mismatch = uint_of(ev, "mismatch") == 1;
+      const std::string what = absl::StrCat(probe, ": an ", text_of(ev, "op"), " under If-Match ",
+                                            text_of(ev, "if_match"));
+      if (expect == "ok") {
         if (code != "OK") {
-          add(out, first, e,
-              absl::StrCat(probe, ": an apply with the generation the job is at (",
-                           text_of(ev, "if_match"), ") was answered ", code));
+          add(out, first, e, absl::StrCat(what, " (the job's own generation) was answered ", code));
           continue;
         }
         stored_as_answered();
-      } else {
-        if (code != "FAILED_PRECONDITION" || uint_of(ev, "mismatch") != 1)
-          add(out, first, e,
-              absl::StrCat(probe, ": an apply whose If-Match (", text_of(ev, "if_match"),
-                           ") does not match was answered ", code, ", not a generation mismatch"));
-        never_stored("refused for its If-Match");
+        continue;
       }
+      if (expect == "mismatch" && (code != "FAILED_PRECONDITION" || !mismatch))
+        add(out, first, e,
+            absl::StrCat(what, ", which does not match, was answered ", code,
+                         mismatch ? "" : " without", " as a generation mismatch"));
+      if (expect == "cancelled" && (code != "FAILED_PRECONDITION" || mismatch))
+        add(out, first, e,
+            absl::StrCat(what, " of a cancelled job was answered ", code,
+                         mismatch ? " as a generation mismatch" : "",
+                         ", not FAILED_PRECONDITION for the cancelled job"));
+      if (expect == "invalid" && code != "INVALID_ARGUMENT")
+        add(out, first, e,
+            absl::StrCat(what, " of a spec past a limit was answered ", code,
+                         ", not INVALID_ARGUMENT"));
+      if (expect == "not-found" && code != "NOT_FOUND")
+        add(out, first, e,
+            absl::StrCat(what, " of a job that never existed was answered ", code,
+                         ", not NOT_FOUND"));
+      never_stored("refused");
       continue;
     }
     if (!field.empty()) {  // an invalid batch

@@ -26,19 +26,23 @@ namespace {
 
 // The cycle of requests, one per tick.
 enum class BatchProbe : std::uint8_t {
-  kCreate,         // three fresh creates at documented limits: accepted
-  kOneBad,         // one bad item (priority 10) among good ones: refused
-  kSeveralBad,     // bad namespace, schedule and label count: every one named
-  kDuplicate,      // an id twice: the second named
-  kMixed,          // updates of kCreate's jobs, one unchanged, and a create
-  kMixedBad,       // updates of kCreate's jobs and one bad id: nothing stored
-  kEmpty,          // no item: refused, naming "jobs"
-  kOversize,       // kMaxBatchSize + 1 items: refused, naming "jobs"
-  kAtLimit,        // kMaxBatchSize fresh creates: accepted
-  kApplyMatch,     // apply with the known generation: accepted, generation + 1
-  kApplyStale,     // apply with a generation below it: refused, nothing stored
-  kApplyAbsent,    // apply of an absent id with If-Match: refused
-  kApplyRecreate,  // cancel a job, apply over its tombstone's generation: re-created
+  kCreate,           // three fresh creates at documented limits: accepted
+  kOneBad,           // one bad item (priority 10) among good ones: refused
+  kSeveralBad,       // bad namespace, schedule and label count: every one named
+  kDuplicate,        // an id twice: the second named
+  kMixed,            // updates of kCreate's jobs, one unchanged, and a create
+  kMixedBad,         // updates of kCreate's jobs and one bad id: nothing stored
+  kEmpty,            // no item: refused, naming "jobs"
+  kOversize,         // kMaxBatchSize + 1 items: refused, naming "jobs"
+  kAtLimit,          // kMaxBatchSize fresh creates: accepted
+  kApplyMatch,       // apply with the known generation: accepted, generation + 1
+  kApplyStale,       // apply with a generation below it: refused, nothing stored
+  kApplyAbsent,      // apply of an absent id with If-Match: refused
+  kApplyRecreate,    // cancel a job, apply over its tombstone's generation: re-created
+  kApplyInvalid,     // apply of a spec past a limit: refused before the store
+  kUpdateAbsent,     // update of an id that never existed: NotFound
+  kUpdateCancelled,  // cancel a job, update it with its tombstone's generation: refused
+  kTombstoneStale,   // cancel a job, apply below its tombstone's generation: refused
   kCount,
 };
 
@@ -70,6 +74,14 @@ std::string_view batch_probe_name(BatchProbe p) {
       return "apply-absent-if-match";
     case BatchProbe::kApplyRecreate:
       return "apply-over-tombstone";
+    case BatchProbe::kApplyInvalid:
+      return "apply-invalid-spec";
+    case BatchProbe::kUpdateAbsent:
+      return "update-absent-job";
+    case BatchProbe::kUpdateCancelled:
+      return "update-cancelled-job";
+    case BatchProbe::kTombstoneStale:
+      return "apply-stale-over-tombstone";
     case BatchProbe::kCount:
       break;
   }
@@ -83,8 +95,18 @@ struct Request {
   std::vector<std::optional<std::uint64_t>> want;  // per item: the generation expected
   std::vector<std::size_t> planted;                // the items made invalid
   std::string field;                               // what the first of them breaks
-  std::optional<std::uint64_t> if_match;           // apply only
+  std::optional<std::uint64_t> if_match;           // apply and update only
   std::string answered_errors;                     // the refusal's failing items
+  // One job's request: "apply" (SchedulerNode::apply_job) or "update"
+  // (update_job to the spec sent), and the answer the contract gives it:
+  // "ok", "mismatch" (a generation mismatch), "invalid", "cancelled"
+  // (FailedPrecondition, not a mismatch) or "not-found". "batch" otherwise.
+  std::string op = "batch";
+  std::string expect;
+  // Cancel the job first (a setup step, not judged), then send with
+  // If-Match = the tombstone's generation + tombstone_delta.
+  bool cancel_first = false;
+  int tombstone_delta = 0;
 };
 
 template <typename T>
@@ -256,20 +278,49 @@ void Workload::send_batch() {
       kairos::JobSpec ua = a->spec;
       ua.labels["rev"] = tag;
       const bool stale = probe == BatchProbe::kApplyStale;
+      r->op = "apply";
+      r->expect = stale ? "mismatch" : "ok";
       r->if_match = stale ? a->generation - 1 : a->generation;
       add(std::move(ua), stale ? std::nullopt : std::optional<std::uint64_t>(a->generation + 1));
       break;
     }
     case BatchProbe::kApplyAbsent:
+      r->op = "apply";
+      r->expect = "mismatch";
       r->if_match = 1;
       add(fresh("z"), std::nullopt);
       break;
-    case BatchProbe::kApplyRecreate: {
-      const BatchJob* c = known("c");
-      if (c == nullptr) return;
-      kairos::JobSpec again = c->spec;
+    case BatchProbe::kApplyInvalid: {
+      kairos::JobSpec bad = fresh("y");
+      bad.policy.max_concurrent = 101;
+      r->op = "apply";
+      r->expect = "invalid";
+      add(std::move(bad), std::nullopt);
+      break;
+    }
+    case BatchProbe::kUpdateAbsent:
+      r->op = "update";
+      r->expect = "not-found";
+      r->if_match = 1;
+      add(fresh("x"), std::nullopt);
+      break;
+    case BatchProbe::kApplyRecreate:
+    case BatchProbe::kUpdateCancelled:
+    case BatchProbe::kTombstoneStale: {
+      const char* name = probe == BatchProbe::kApplyRecreate     ? "c"
+                         : probe == BatchProbe::kUpdateCancelled ? "g"
+                                                                 : "a";
+      const BatchJob* j = known(name);
+      if (j == nullptr) return;
+      kairos::JobSpec again = j->spec;
       again.labels["rev"] = tag;
       add(std::move(again), std::nullopt);
+      r->cancel_first = true;
+      r->op = probe == BatchProbe::kUpdateCancelled ? "update" : "apply";
+      r->expect = probe == BatchProbe::kApplyRecreate     ? "ok"
+                  : probe == BatchProbe::kUpdateCancelled ? "cancelled"
+                                                          : "mismatch";
+      r->tombstone_delta = probe == BatchProbe::kTombstoneStale ? -1 : 0;
       break;
     }
     case BatchProbe::kCount:
@@ -291,7 +342,7 @@ void Workload::send_batch() {
       return;
     }
     batch_in_flight_ = false;
-    const bool apply = r->if_match.has_value() || r->probe == BatchProbe::kApplyRecreate;
+    const bool apply = r->op != "batch";
     std::vector<std::string> ids, want, got;
     std::vector<std::uint64_t> sent, got_spec, changed;
     for (std::size_t i = 0; i < r->specs.size(); ++i) {
@@ -308,7 +359,8 @@ void Workload::send_batch() {
     e.at = ctx_->clock.now();
     e.kind = client_events::kBatchAnswered;
     e.with("probe", std::string(batch_probe_name(r->probe)))
-        .with("op", std::string(apply ? "apply" : "batch"))
+        .with("op", r->op)
+        .with("expect", r->expect)
         .with("code", absl::StatusCodeToString(status.code()))
         .with("message", std::string(status.message()))
         .with("errors", r->answered_errors)
@@ -340,11 +392,27 @@ void Workload::send_batch() {
     }
     ctx_->log.record(std::move(e));
   };
-  if (r->probe == BatchProbe::kApplyRecreate) {
-    // The cancel first (a setup step, not judged here), then the apply
-    // naming the tombstone's generation.
+  // One job's request, sent to `n`.
+  auto send_one = [r, answered](SchedulerNode& n) {
+    auto done = [answered](absl::StatusOr<ControlResult> a) {
+      answered(a.status(), a.ok() ? std::vector<ControlResult>{*a} : std::vector<ControlResult>{});
+    };
+    const kairos::JobSpec spec = r->specs.front();
+    if (r->op == "update") {
+      n.update_job(
+          spec.id,
+          [spec](kairos::JobSpec& s) {
+            s = spec;
+            return absl::OkStatus();
+          },
+          r->if_match, std::move(done));
+    } else {
+      n.apply_job(spec, r->if_match, std::move(done));
+    }
+  };
+  if (r->cancel_first) {
     const std::string id = r->specs.front().id;
-    node->cancel_job(id, [this, r, request, answered, id](absl::StatusOr<CancelResult> c) {
+    node->cancel_job(id, [this, r, request, send_one, id](absl::StatusOr<CancelResult> c) {
       if (batch_request_ != request || !batch_in_flight_) return;
       if (!c.ok()) {
         forget_in_flight();
@@ -352,24 +420,20 @@ void Workload::send_batch() {
         return;
       }
       batch_jobs_.erase(id);
-      r->if_match = c->job.generation;
-      r->want[0] = c->job.generation + 1;  // a new incarnation, one generation on
+      r->if_match = c->job.generation + r->tombstone_delta;
+      // Re-created over the tombstone: a new incarnation, one generation on.
+      if (r->expect == "ok") r->want[0] = c->job.generation + 1;
       SchedulerNode* again = ctx_->cluster.pick_scheduler(random_);
       if (again == nullptr) {
         batch_in_flight_ = false;
         return;
       }
-      again->apply_job(r->specs.front(), r->if_match, [answered](absl::StatusOr<ControlResult> a) {
-        answered(a.status(),
-                 a.ok() ? std::vector<ControlResult>{*a} : std::vector<ControlResult>{});
-      });
+      send_one(*again);
     });
     return;
   }
-  if (r->if_match) {
-    node->apply_job(r->specs.front(), r->if_match, [answered](absl::StatusOr<ControlResult> a) {
-      answered(a.status(), a.ok() ? std::vector<ControlResult>{*a} : std::vector<ControlResult>{});
-    });
+  if (r->op != "batch") {
+    send_one(*node);
     return;
   }
   node->apply_jobs(r->specs, [answered, r](absl::Status status, BatchResult result) {
