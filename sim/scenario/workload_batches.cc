@@ -30,6 +30,7 @@ enum class BatchProbe : std::uint8_t {
   kOneBad,           // one bad item (priority 10) among good ones: refused
   kSeveralBad,       // bad namespace, schedule and label count: every one named
   kDuplicate,        // an id twice: the second named
+  kDuplicateOfBad,   // an id twice, its first item invalid: both named
   kMixed,            // updates of kCreate's jobs, one unchanged, and a create
   kMixedBad,         // updates of kCreate's jobs and one bad id: nothing stored
   kEmpty,            // no item: refused, naming "jobs"
@@ -56,6 +57,8 @@ std::string_view batch_probe_name(BatchProbe p) {
       return "batch-several-bad-items";
     case BatchProbe::kDuplicate:
       return "batch-duplicate-id";
+    case BatchProbe::kDuplicateOfBad:
+      return "batch-duplicate-of-invalid-item";
     case BatchProbe::kMixed:
       return "batch-creates-and-updates";
     case BatchProbe::kMixedBad:
@@ -224,6 +227,16 @@ void Workload::send_batch() {
       add(std::move(again), std::nullopt);
       r->planted = {2};
       r->field = "id";
+      break;
+    }
+    case BatchProbe::kDuplicateOfBad: {
+      kairos::JobSpec bad = fresh("i0");
+      bad.policy.priority = kMinPriority - 1;
+      add(std::move(bad), std::nullopt);
+      add(fresh("i1"), std::nullopt);
+      add(fresh("i0"), std::nullopt);
+      r->planted = {0, 2};
+      r->field = "policy.priority";
       break;
     }
     case BatchProbe::kMixed: {
