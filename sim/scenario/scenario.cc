@@ -1218,6 +1218,12 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
                                              "any-scheduler or leader"));
   if (s.quiet_tail > s.duration)
     return parser.error(number, "quiet-tail: must not exceed the duration");
+  // The queries' model keeps each job's namespace and labels as created;
+  // updates change them.
+  if (s.updates.every != absl::ZeroDuration() && s.queries.every != absl::ZeroDuration())
+    return parser.error(number,
+                        "updates: cannot be combined with queries (updates change the labels "
+                        "and namespace the queries' model keeps from the creation)");
   for (std::size_t i = 0; i < s.jobs.size(); ++i)
     KAIROS_RETURN_IF_ERROR(check_job_line(parser, job_lines[i], s.jobs[i], s.timing, s.start));
   for (std::size_t i = 0; i < s.controls.size(); ++i) {
