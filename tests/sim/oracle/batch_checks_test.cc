@@ -227,5 +227,30 @@ TEST(BatchChecks, RunsCreatedAfterAPriorityChangeCarryIt) {
   EXPECT_TRUE(make(5).fires(kUpdates));
 }
 
+TEST(BatchChecks, APriorityChangeMovesTheQueuedRunsInItsCommit) {
+  auto make = [](bool moved) {
+    BatchHist x;
+    JobSpec s = spec_of("job-a", 5);
+    x.store({BatchHist::record(s, 1)});
+    RunRecord run;
+    run.id = RunId{"job-a", 1, x.t0 + absl::Minutes(1)};
+    run.state = RunState::kWaiting;
+    run.priority = 5;
+    run.due_at = run.ready_at = run.id.nominal;
+    x.now += absl::Seconds(1);
+    x.commit(x.now, 1, run);
+    s.policy.priority = 8;
+    std::vector<WriteOp> ops = {
+        {WriteOp::Kind::kPut, keys::job("job-a"), encode(BatchHist::record(s, 2))}};
+    run.priority = 8;
+    if (moved) ops.push_back(Hist::put(run));
+    x.now += absl::Seconds(1);
+    x.commit_ops(x.now, 1, ops);
+    return x;
+  };
+  EXPECT_FALSE(make(true).fires(kUpdates));
+  EXPECT_TRUE(make(false).fires(kUpdates));
+}
+
 }  // namespace
 }  // namespace kairos::sim
