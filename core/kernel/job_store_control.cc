@@ -230,12 +230,13 @@ absl::Status validate_batch_into(const std::vector<JobSpec>& specs,
     JobSpec spec = normalize_spec(specs[i]);
     absl::Status s = validate_job_spec(spec);
     if (normalized != nullptr) normalized->push_back(std::move(spec));
-    if (s.ok()) {
-      auto [it, fresh] = seen.emplace(specs[i].id, i);
-      if (!fresh)
-        s = invalid("id", absl::StrCat("'", specs[i].id, "' appears twice in the batch (jobs[",
-                                       it->second, "] and jobs[", i, "])"));
-    }
+    // Every item's id counts, valid or not: a later item naming it is
+    // reported too, so a client that fixes the first error does not meet
+    // the duplicate only on its next try.
+    auto [it, fresh] = seen.emplace(specs[i].id, i);
+    if (s.ok() && !fresh)
+      s = invalid("id", absl::StrCat("'", specs[i].id, "' appears twice in the batch (jobs[",
+                                     it->second, "] and jobs[", i, "])"));
     if (!s.ok()) errors->push_back({i, std::move(s)});
   }
   if (errors->empty()) return absl::OkStatus();

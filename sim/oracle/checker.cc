@@ -575,6 +575,8 @@ constexpr RuleEntry kRules[] = {
     {inv::kReadsSeeAcknowledgedWrites, reads_see_acknowledged_writes},
     {inv::kInputsWithinDocumentedLimits, inputs_within_documented_limits},
     {inv::kQueriesMatchTheModel, queries_match_the_model},
+    {inv::kBatchesAllOrNothing, batches_all_or_nothing},
+    {inv::kUpdatesFollowIfMatch, updates_follow_if_match},
     {inv::kExpectationsMet, expectations_met},
 };
 

@@ -109,7 +109,8 @@ void reschedule_withdraws_unclaimed(const History& h, const Replay&, Findings& o
 }
 
 // C3: within one incarnation, a job record's generation never goes back, and
-// a write that changes the record's pause flag or schedule raises it. The
+// a write that changes the record's pause flag, schedule or any other part
+// of its spec (an update of its policy, labels or namespace) raises it. The
 // generation is what a conditional request (If-Match) compares: a pause,
 // resume or reschedule written under the generation it found would let a
 // request meant for the earlier state through.
@@ -124,7 +125,8 @@ void generation_moves_with_changes(const History& h, const Replay&, Findings& ou
     const JobFact& before = *it->second;
     it->second = &c;
     if (first || before.incarnation != c.incarnation) continue;
-    const bool changed = before.paused != c.paused || c.schedule_changed;
+    const bool spec_changed = before.spec_digest != c.spec_digest;
+    const bool changed = before.paused != c.paused || c.schedule_changed || spec_changed;
     if (c.generation > before.generation || (c.generation == before.generation && !changed))
       continue;
     Violation v;
@@ -132,8 +134,9 @@ void generation_moves_with_changes(const History& h, const Replay&, Findings& ou
     v.detail = absl::StrCat(
         "commit ", c.commit, " wrote incarnation ", c.incarnation, "'s record at generation ",
         c.generation, " after generation ", before.generation, " (commit ", before.commit, ")",
-        changed ? absl::StrCat(" while changing its ",
-                               before.paused != c.paused ? "pause flag" : "schedule")
+        changed ? absl::StrCat(" while changing its ", before.paused != c.paused ? "pause flag"
+                                                       : c.schedule_changed      ? "schedule"
+                                                                                 : "spec")
                 : std::string());
     out.add(std::move(v));
   }

@@ -209,15 +209,18 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       const bool schedule_changed = same_incarnation && !(last.schedule == job->spec.schedule);
       const bool paused_with_due =
           job->state == kairos::JobState::kActive && job->paused && job->next_due_at.has_value();
+      const bool spec_changed = !same_incarnation || !(last.spec == job->spec);
       if (!same_incarnation || schedule_changed || last.paused != job->paused ||
-          last.generation != job->generation || paused_with_due)
+          last.generation != job->generation || paused_with_due || spec_changed)
         job_changes_.push_back({commit.index, id, job->incarnation, job->generation, job->paused,
-                                schedule_changed, paused_with_due,
+                                schedule_changed, paused_with_due, spec_digest(job->spec),
+                                job->spec.policy.priority,
                                 job->state == kairos::JobState::kCancelled, store_us});
       last.incarnation = job->incarnation;
       last.generation = job->generation;
       last.paused = job->paused;
       if (schedule_changed || !same_incarnation) last.schedule = job->spec.schedule;
+      if (spec_changed) last.spec = job->spec;
     } else if (op.key[0] == 'H') {
       KeyReader r(op.key);
       KAIROS_CHECK(r.tag().ok());

@@ -26,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "core/base/stable_hash.h"
 #include "core/kernel/job_store.h"
 #include "core/kernel/records.h"
 #include "core/ports/event_log.h"
@@ -181,7 +182,7 @@ struct DeadlineFact {
 // first record of an incarnation, one whose pause flag, schedule or
 // generation differs from the record written before it, or an active record
 // that says paused and names a next due time (the recorder keeps only those;
-// every dispatch rewrites the record).
+// every dispatch rewrites the record), or whose spec differs (an update).
 struct JobFact {
   std::uint64_t commit = 0;
   std::uint32_t job = 0;  // interned
@@ -192,9 +193,22 @@ struct JobFact {
   // An active record that says paused yet names a next due time
   // (JobRecord::next_due_at): the due entry a pause removes.
   bool paused_with_due = false;
-  bool cancelled = false;     // the record says cancelled (JobState::kCancelled)
-  std::int64_t store_us = 0;  // Txn::now() of the commit
+  std::uint64_t spec_digest = 0;  // spec_digest(record.spec): what was stored
+  std::int32_t priority = 0;      // record.spec.policy.priority
+  bool cancelled = false;         // the record says cancelled (JobState::kCancelled)
+  std::int64_t store_us = 0;      // Txn::now() of the commit
 };
+
+// A digest of a job spec as the record codec stores it (core/kernel/records.h:
+// times and durations in whole microseconds, so a spec and its normalised
+// form digest alike): the stable hash of a job record holding only `spec`.
+// The client records the digest of what it sent; the recorder that of what
+// the store holds.
+inline std::uint64_t spec_digest(const kairos::JobSpec& spec) {
+  kairos::JobRecord r;
+  r.spec = spec;
+  return stable_hash(encode(r));
+}
 
 // A worker's record that it stopped an attempt it was running: its lease
 // refused on renewal ("worker.lease_lost") or the job's own timeout reached
@@ -278,6 +292,7 @@ class FactRecorder {
     std::uint64_t generation = 0;
     bool paused = false;
     ScheduleSpec schedule;
+    kairos::JobSpec spec;
   };
   std::map<std::uint32_t, JobState> job_state_;  // by interned job id: the last record seen
   Interner strings_;

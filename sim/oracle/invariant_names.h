@@ -73,6 +73,9 @@ inline constexpr std::string_view kReadsSeeAcknowledgedWrites = "reads-see-ackno
 // The client's boundary inputs and queries (sim/oracle/query_checks.cc).
 inline constexpr std::string_view kInputsWithinDocumentedLimits = "inputs-within-documented-limits";
 inline constexpr std::string_view kQueriesMatchTheModel = "queries-match-the-model";
+// The client's batches and in-place updates (sim/oracle/batch_checks.cc).
+inline constexpr std::string_view kBatchesAllOrNothing = "batches-all-or-nothing";
+inline constexpr std::string_view kUpdatesFollowIfMatch = "updates-follow-if-match";
 // The scenario's own expectations (sim/oracle/expectations.cc).
 inline constexpr std::string_view kExpectationsMet = "expectations-met";
 }  // namespace inv
@@ -199,6 +202,13 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kQueriesMatchTheModel,
                   "(R3) a filtered listing, a bounded runs walk and a ledger window return "
                   "exactly what matches: sorted, within limit and bounds, nothing missing"},
+    InvariantInfo{inv::kBatchesAllOrNothing,
+                  "(R4) a batch with an invalid item is refused whole, naming it, and stores "
+                  "nothing; a valid one stores exactly its specs in one commit; If-Match holds"},
+    InvariantInfo{inv::kUpdatesFollowIfMatch,
+                  "(R5) an update under a stale generation is refused and stores nothing; an "
+                  "accepted one moves the generation and stores the spec asked for; runs follow "
+                  "a new priority"},
     InvariantInfo{inv::kExpectationsMet,
                   "(S) every `expect` line of the scenario holds on the run: what it exists to "
                   "show happened"},

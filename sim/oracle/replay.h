@@ -237,6 +237,8 @@ void leave_releases_before_depart(const History& h, const Replay& r, Findings& o
 // (sim/oracle/query_checks.cc).
 void inputs_within_documented_limits(const History& h, const Replay& r, Findings& out);
 void queries_match_the_model(const History& h, const Replay& r, Findings& out);
+void batches_all_or_nothing(const History& h, const Replay& r, Findings& out);
+void updates_follow_if_match(const History& h, const Replay& r, Findings& out);
 // The scenario's expectations (sim/oracle/expectations.cc), and one run
 // counter of an expectation (`runs.*`, `ledger.*`) over the jobs of job line
 // `job` (0: every job).

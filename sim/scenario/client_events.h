@@ -41,11 +41,30 @@ inline constexpr std::string_view kListed = "client.listed";
 inline constexpr std::string_view kRunsWalked = "client.runs_walked";
 inline constexpr std::string_view kLedgerQueried = "client.ledger_queried";
 
+// The batches (`batches`): one definite answer to a jobs:batch request or a
+// conditional apply: probe, op ("batch" | "apply"), code, message, errors
+// (the answer's failing item indices, comma-separated), planted (the items
+// the client made invalid), field (the field the first of them breaks, or
+// "jobs" for the batch's size; empty when the request is valid), and per
+// item, comma-separated in item order: ids, sent (spec_digest of the spec
+// sent), want (the generation the client expects the answer to carry, `-`
+// when it does not know: a fresh create), got (the answer's generation),
+// got_spec (spec_digest of the answer's spec), changed (0/1); an apply also
+// if_match and mismatch (1 when refused as a generation mismatch).
+inline constexpr std::string_view kBatchAnswered = "client.batch_answered";
+// The updates (`updates`): one definite answer to an in-place update of a
+// workload job: job, incarnation, kind ("change" | "stale" | "noop" |
+// "rename"), if_match, known (the generation the client last learned), code,
+// mismatch (0/1), and when accepted generation, changed (0/1) and got (the
+// answer's spec_digest); want (spec_digest of the spec the update asks for)
+// and before (of the spec the client knew).
+inline constexpr std::string_view kUpdateAnswered = "client.update_answered";
+
 // Every kind above, once (kPrefix is not a kind).
 inline constexpr std::array kAllClientEventKinds = {
     kJobCreated, kCancelAcked,    kPaused,        kResumed,       kRescheduled,
     kTriggered,  kControlRefused, kReadAnomaly,   kInputAnswered, kListStarted,
-    kListed,     kRunsWalked,     kLedgerQueried,
+    kListed,     kRunsWalked,     kLedgerQueried, kBatchAnswered, kUpdateAnswered,
 };
 
 // Labels as the client events write them, and a selector: "k=v,k2=v2" in

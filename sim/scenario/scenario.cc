@@ -961,6 +961,33 @@ void format_queries(const Scenario& s, std::string& out) {
   put(out, "queries every=", format_duration(s.queries.every), " page=", s.queries.page);
 }
 
+// The client's batches and in-place updates (`batches`, `updates`;
+// sim/scenario/workload.h, "Batches" and "Updates").
+absl::Status parse_batches(ParseState& p) {
+  Attrs a = p.attrs(1);
+  a.dur("every", &p.s.batches.every);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (p.s.batches.every < absl::Milliseconds(100) || p.s.batches.every > absl::Hours(24))
+    return p.error("batches: every: expected a duration in [100ms, 24h]");
+  return absl::OkStatus();
+}
+void format_batches(const Scenario& s, std::string& out) {
+  if (s.batches.every == absl::ZeroDuration()) return;
+  put(out, "batches every=", format_duration(s.batches.every));
+}
+absl::Status parse_updates(ParseState& p) {
+  Attrs a = p.attrs(1);
+  a.dur("every", &p.s.updates.every);
+  KAIROS_RETURN_IF_ERROR(a.finish());
+  if (p.s.updates.every < absl::Seconds(1) || p.s.updates.every > absl::Hours(24))
+    return p.error("updates: every: expected a duration in [1s, 24h]");
+  return absl::OkStatus();
+}
+void format_updates(const Scenario& s, std::string& out) {
+  if (s.updates.every == absl::ZeroDuration()) return;
+  put(out, "updates every=", format_duration(s.updates.every));
+}
+
 absl::Status parse_swarm(ParseState& p) {
   Attrs a = p.attrs(1);
   RandomFaults& rf = p.s.random_faults;
@@ -1131,6 +1158,8 @@ constexpr Directive kDirectives[] = {
     {{"reads"}, true, parse_reads, format_reads, "reads every=5s page=3\n"},
     {{"inputs"}, true, parse_inputs, format_inputs, "inputs every=20s\n"},
     {{"queries"}, true, parse_queries, format_queries, "queries every=4s page=2\n"},
+    {{"batches"}, true, parse_batches, format_batches, "batches every=6s\n"},
+    {{"updates"}, true, parse_updates, format_updates, "updates every=40s\n"},
     {{"fault"},
      false,
      parse_fault,
@@ -1201,6 +1230,12 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, std::string_view 
                                              "any-scheduler or leader"));
   if (s.quiet_tail > s.duration)
     return parser.error(number, "quiet-tail: must not exceed the duration");
+  // The queries' model keeps each job's namespace and labels as created;
+  // updates change them.
+  if (s.updates.every != absl::ZeroDuration() && s.queries.every != absl::ZeroDuration())
+    return parser.error(number,
+                        "updates: cannot be combined with queries (updates change the labels "
+                        "and namespace the queries' model keeps from the creation)");
   for (std::size_t i = 0; i < s.jobs.size(); ++i)
     KAIROS_RETURN_IF_ERROR(check_job_line(parser, job_lines[i], s.jobs[i], s.timing, s.start));
   for (std::size_t i = 0; i < s.controls.size(); ++i) {

@@ -258,6 +258,30 @@ struct QuerySpec {
   friend bool operator==(const QuerySpec&, const QuerySpec&) = default;
 };
 
+// The client's batches (`batches every=D`): every D one jobs:batch request
+// (JobStore::apply_batch through SchedulerNode::apply_jobs) or one
+// conditional apply, cycling through a fixed list -- valid batches of
+// creates and updates, a bad item among good ones, several bad items,
+// duplicate ids, the empty batch, kMaxBatchSize items and one more, apply
+// with a matching, stale or absent If-Match and over a tombstone -- on jobs
+// of its own that never fire (sim/scenario/workload.h, "Batches"). Off when
+// `every` is zero.
+struct BatchSpec {
+  absl::Duration every = absl::ZeroDuration();
+  friend bool operator==(const BatchSpec&, const BatchSpec&) = default;
+};
+
+// The client's in-place updates (`updates every=D`): every D, from D on
+// until two minutes before the quiet tail, one JobStore::update of a
+// recurring workload job (with runs in flight) planned as a control request
+// (one at a time per job, If-Match): a priority and label change, the same
+// with a stale generation, a no-op with a wrong generation, an id change
+// (sim/scenario/workload.h, "Updates"). Off when `every` is zero.
+struct UpdateSpec {
+  absl::Duration every = absl::ZeroDuration();
+  friend bool operator==(const UpdateSpec&, const UpdateSpec&) = default;
+};
+
 // Random faults drawn per seed (swarm testing).
 struct RandomFaults {
   std::uint32_t per_hour = 0;
@@ -291,6 +315,8 @@ struct Scenario {
   ReadSpec reads;
   InputSpec inputs;
   QuerySpec queries;
+  BatchSpec batches;
+  UpdateSpec updates;
   std::vector<FaultSpec> faults;
   RandomFaults random_faults;
   // Invariants switched off by `ignore NAME` (all are on by default).

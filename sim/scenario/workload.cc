@@ -102,7 +102,13 @@ std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time 
 }
 
 Workload::Workload(const Scenario& s, absl::Time start, Random random)
-    : reads_(s.reads), inputs_(s.inputs), queries_(s.queries), start_(start), random_(random) {
+    : reads_(s.reads),
+      inputs_(s.inputs),
+      queries_(s.queries),
+      batches_(s.batches),
+      updates_(s.updates),
+      start_(start),
+      random_(random) {
   const absl::Duration quantum = s.timing.quantum;  // zero: every time as drawn
   std::vector<std::size_t> recurring;
   for (std::size_t spec_i = 0; spec_i < s.jobs.size(); ++spec_i) {
@@ -221,6 +227,7 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random)
       }
     }
   }
+  if (updates_.every > absl::ZeroDuration()) plan_updates(s, all_recurring);
   if (queries_.every > absl::ZeroDuration()) label_jobs_for_queries();
   if (inputs_.every > absl::ZeroDuration()) config_scenario_ = std::make_shared<Scenario>(s);
 }
@@ -235,8 +242,126 @@ std::string_view Workload::name(Op op) {
       return "reschedule";
     case Op::kTrigger:
       return "trigger";
+    case Op::kUpdate:
+      return "update";
   }
   return "?";
+}
+
+namespace {
+enum class UpdateKind : std::uint8_t { kChange, kStale, kNoop, kRename };
+UpdateKind update_kind(std::uint64_t n) {
+  switch (n % 6) {
+    case 1:
+      return UpdateKind::kStale;
+    case 3:
+      return UpdateKind::kNoop;
+    case 5:
+      return UpdateKind::kRename;
+    default:
+      return UpdateKind::kChange;
+  }
+}
+std::string_view update_kind_name(UpdateKind k) {
+  switch (k) {
+    case UpdateKind::kChange:
+      return "change";
+    case UpdateKind::kStale:
+      return "stale";
+    case UpdateKind::kNoop:
+      return "noop";
+    case UpdateKind::kRename:
+      return "rename";
+  }
+  return "?";
+}
+}  // namespace
+
+void Workload::plan_updates(const Scenario& s, const std::vector<std::size_t>& recurring) {
+  std::vector<std::size_t> pool;
+  for (std::size_t k : recurring)
+    if (!jobs_[k].cancel_requested) pool.push_back(k);
+  if (pool.empty()) return;
+  const absl::Duration last = s.duration - s.quiet_tail - kControlMargin;
+  std::uint64_t n = 0;
+  for (absl::Duration at = updates_.every; at <= last; at += updates_.every) {
+    PlannedControl p;
+    p.op = Op::kUpdate;
+    p.at = at;
+    p.job = pool[random_.below(pool.size())];
+    p.update = n++;
+    controls_.push_back(std::move(p));
+  }
+}
+
+void Workload::send_update(std::size_t index, SchedulerNode& node) {
+  PlannedControl& c = controls_[index];
+  const PlannedJob& j = jobs_[c.job];
+  const UpdateKind kind = update_kind(c.update);
+  if (!c.target) {  // the first send fixes what it asks for
+    c.known = j.generation;
+    kairos::JobSpec t = j.current;
+    switch (kind) {
+      case UpdateKind::kChange:
+      case UpdateKind::kStale:
+        t.policy.priority = (t.policy.priority + 1) % (kMaxPriority + 1);
+        t.labels["rev"] = absl::StrCat(c.update);
+        if (c.update % 6 == 4) t.ns = "updated";
+        break;
+      case UpdateKind::kNoop:
+        break;
+      case UpdateKind::kRename:
+        t.id += "-renamed";
+        break;
+    }
+    c.target = std::move(t);
+    // A stale If-Match: one below what the client knows (generations start
+    // at 1 and never go back). A no-op is accepted whatever the generation.
+    if (kind == UpdateKind::kStale) c.expected = *c.known - 1;
+    if (kind == UpdateKind::kNoop) c.expected = *c.known + 1000;
+  }
+  const kairos::JobSpec target = *c.target;
+  SpecMutation mutate = [target](kairos::JobSpec& s) {
+    s.id = target.id;
+    s.ns = target.ns;
+    s.labels = target.labels;
+    s.policy.priority = target.policy.priority;
+    return absl::OkStatus();
+  };
+  node.update_job(j.spec.id, std::move(mutate), c.expected,
+                  [this, index](absl::StatusOr<ControlResult> r) { update_answered(index, r); });
+}
+
+void Workload::update_answered(std::size_t index, const absl::StatusOr<ControlResult>& r) {
+  PlannedControl& c = controls_[index];
+  const absl::Status status = r.status();
+  if (c.state == State::kPending && status.code() != absl::StatusCode::kUnavailable) {
+    PlannedJob& j = jobs_[c.job];
+    const UpdateKind kind = update_kind(c.update);
+    Event e;
+    e.at = ctx_->clock.now();
+    e.kind = client_events::kUpdateAnswered;
+    e.with("job", j.spec.id)
+        .with("incarnation", known_incarnation(c.job))
+        .with("kind", std::string(update_kind_name(kind)))
+        .with("if_match", c.expected.value_or(0))
+        .with("known", c.known.value_or(0))
+        .with("code", absl::StatusCodeToString(status.code()))
+        .with("mismatch", static_cast<std::uint64_t>(is_generation_mismatch(status)))
+        .with("want", spec_digest(*c.target))
+        .with("before", spec_digest(j.current));
+    if (r.ok()) {
+      e.with("generation", r->job.generation)
+          .with("changed", static_cast<std::uint64_t>(r->changed))
+          .with("got", spec_digest(r->job.spec));
+      if (kind != UpdateKind::kRename) j.current = *c.target;
+      ctx_->world.mark(r->changed ? "client.update-applied" : "client.update-unchanged");
+    }
+    if (is_generation_mismatch(status)) ctx_->world.mark("client.update-stale-refused");
+    ctx_->log.record(std::move(e));
+  }
+  answered(index, status, r.ok() ? r->job.incarnation : 0,
+           r.ok() ? std::optional<std::uint64_t>(r->job.generation) : std::nullopt, std::nullopt);
 }
 
 std::size_t Workload::created() const {
@@ -288,6 +413,7 @@ void Workload::start(NodeContext& ctx) {
   if (reads_.every > absl::ZeroDuration()) arm_reads();
   if (inputs_.every > absl::ZeroDuration()) arm_inputs();
   if (queries_.every > absl::ZeroDuration()) arm_queries();
+  if (batches_.every > absl::ZeroDuration()) arm_batches();
 }
 
 void Workload::create(std::size_t i) {
@@ -307,6 +433,7 @@ void Workload::create(std::size_t i) {
     if (!r.ok() || job.acked) return;  // errors: the retry timer sends it again
     job.acked = r->job;
     job.generation = r->job.generation;
+    job.current = job.spec;
     client_jobs_.push_back({job.spec.id, r->job.incarnation, r->job.created_at, job.spec.policy,
                             job.recurring, job.longest_run});
     Event e;
@@ -378,6 +505,7 @@ void Workload::recreate(std::size_t index) {
     c.again = r->job;
     PlannedJob& job = jobs_[c.job];
     job.generation = r->job.generation;
+    job.current = job.spec;
     client_jobs_.push_back({job.spec.id, r->job.incarnation, r->job.created_at, job.spec.policy,
                             job.recurring, job.longest_run});
     Event e;
@@ -439,6 +567,9 @@ void Workload::control(std::size_t index) {
                  r.ok() ? std::optional<absl::Time>(r->run.id.nominal) : std::nullopt);
       });
       return;
+    case Op::kUpdate:
+      send_update(index, *node);
+      return;
   }
 }
 
@@ -470,6 +601,8 @@ void Workload::answered(std::size_t index, const absl::Status& status, std::uint
   // A refusal naming the job's current generation: what a client learns
   // from a 412, so its next request carries it.
   if (auto current = mismatch_generation(status)) jobs_[c.job].generation = *current;
+  if (c.op == Op::kReschedule && status.ok()) jobs_[c.job].current.schedule = c.schedule;
+  if (c.op == Op::kUpdate) return;  // update_answered recorded it
   const std::string& id = jobs_[c.job].spec.id;
   Event e;
   e.at = ctx_->clock.now();
@@ -491,6 +624,8 @@ void Workload::answered(std::size_t index, const absl::Status& status, std::uint
         break;
       case Op::kTrigger:
         e.kind = client_events::kTriggered;
+        break;
+      case Op::kUpdate:
         break;
     }
     e.with("job", id).with("incarnation", incarnation);

@@ -76,6 +76,33 @@
 // within their limit and bounds, no duplicates, the filter exactly applied,
 // and every acknowledged job or entry seen before within the bounds there.
 //
+// Batches (`batches every=D`, off by default): every D the client sends one
+// request of a fixed cycle (sim/scenario/workload_batches.cc) on jobs of its
+// own, in the namespace "batches", due a month after the start (they never
+// fire): a valid batch of creates at documented limits; one bad item among
+// good ones; several bad items; a duplicate id; creates and updates of its
+// earlier jobs with one item left unchanged; updates with one bad item; the
+// empty batch; kMaxBatchSize + 1 items; kMaxBatchSize items; an apply with a
+// matching If-Match, a stale one, one for an absent job, and one over a
+// cancelled job's tombstone. One request is in flight at a time. Each
+// definite answer is "client.batch_answered", judged by
+// batches-all-or-nothing.
+//
+// Updates (`updates every=D`, off by default): every D from D on, up to two
+// minutes before the quiet tail, an in-place update (SchedulerNode::update_job)
+// of a recurring workload job that has no cancel planned, planned as a
+// control request (below: one at a time per job, If-Match): kinds cycle
+// change, stale, change, noop, change (with a namespace), rename. A change
+// sets an absolute priority (one above the known one, mod 10) and the label
+// rev=N (N the update's number, so every requested spec is unique); stale
+// is the same with If-Match one below the known generation; noop sets the
+// known priority again with a wrong If-Match; rename changes the id. Each
+// definite answer is "client.update_answered", judged by
+// updates-follow-if-match. Updates never change the schedule or a policy
+// number the checker's policy model reads (only the priority, which the
+// store's run records carry), so the ground truth of occurrences is that of
+// the schedule alone.
+//
 // Control requests carry If-Match. The client sends the requests on one job
 // one at a time, in plan order (a request waits until every earlier one on
 // that job was answered, acknowledged or refused), and each carries the
@@ -103,11 +130,17 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/kernel/job_store.h"
 #include "core/kernel/records.h"
 #include "core/ports/random.h"
 #include "sim/oracle/history.h"
 #include "sim/scenario/scenario.h"
+
+namespace kairos {
+class SchedulerNode;
+}  // namespace kairos
 
 namespace kairos::sim {
 
@@ -208,6 +241,9 @@ class Workload {
     std::uint64_t attempts = 0;
     std::uint64_t generation = 0;         // the job's generation as the client last learned it
     std::uint64_t cancel_generation = 0;  // the generation its acknowledged cancel wrote
+    // The spec as the client last learned it stored: the one created, with
+    // acknowledged reschedules and updates applied (`updates` only).
+    kairos::JobSpec current;
   };
   struct PlannedCancel {
     absl::Duration at;
@@ -219,7 +255,7 @@ class Workload {
     absl::Time acked_at;             // true time of the cancel's answer
     std::optional<JobRecord> again;  // what the re-creating create_job answered
   };
-  enum class Op : std::uint8_t { kPause, kResume, kReschedule, kTrigger };
+  enum class Op : std::uint8_t { kPause, kResume, kReschedule, kTrigger, kUpdate };
   enum class State : std::uint8_t { kPending, kAcked, kRefused, kDropped };
   struct PlannedControl {
     Op op = Op::kPause;
@@ -232,6 +268,11 @@ class Workload {
     // The If-Match generation, fixed at the first send (retries repeat it).
     std::optional<std::uint64_t> expected;
     State state = State::kPending;
+    // kUpdate: its number, and what it asks for, fixed at the first send
+    // (absolute values, so a retry after a lost answer finds it in effect).
+    std::uint64_t update = 0;
+    std::optional<kairos::JobSpec> target;
+    std::optional<std::uint64_t> known;  // the generation the client knew at the first send
   };
   static std::string_view name(Op op);
   void create(std::size_t job);
@@ -269,12 +310,34 @@ class Workload {
   void query_runs(std::size_t job);
   void query_ledger(std::size_t job);
   std::uint64_t known_incarnation(std::size_t job) const;
+  // Updates (`updates`; sim/scenario/workload.cc) and batches
+  // (sim/scenario/workload_batches.cc).
+  void plan_updates(const Scenario& s, const std::vector<std::size_t>& recurring);
+  void send_update(std::size_t index, SchedulerNode& node);
+  void update_answered(std::size_t index, const absl::StatusOr<ControlResult>& r);
+  void arm_batches();
+  void send_batch();
+  void forget_in_flight();  // the request in flight got no answer: its jobs are not known
+  struct BatchJob {
+    kairos::JobSpec spec;  // as stored, to the client's knowledge
+    std::uint64_t generation = 0;
+    std::uint64_t incarnation = 0;
+  };
 
   ReadSpec reads_;
   InputSpec inputs_;
   // With `inputs`: the scenario, for the node configurations it derives.
   std::shared_ptr<const Scenario> config_scenario_;
   QuerySpec queries_;
+  BatchSpec batches_;
+  UpdateSpec updates_;
+  std::uint64_t batches_sent_ = 0;
+  bool batch_in_flight_ = false;
+  absl::Time batch_sent_at_;
+  std::vector<std::string> batch_ids_in_flight_;
+  std::uint64_t batch_request_ =
+      0;  // numbers the requests: a late answer of an abandoned one is void
+  std::map<std::string, BatchJob> batch_jobs_;  // the batch jobs whose create was acknowledged
   absl::Time start_;
   std::uint64_t inputs_sent_ = 0;
   std::uint64_t listings_ = 0;

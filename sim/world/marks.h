@@ -76,6 +76,17 @@ inline constexpr std::string_view kOtherMarks[] = {
     "client.list-filtered",
     "client.query-bounded",
     "client.ledger-reaching",
+    // Batches and updates (`batches`, `updates`): a batch refused as a
+    // whole, one applied with a changed item, one of kMaxBatchSize items
+    // applied, an apply refused for its If-Match, an update applied, one
+    // refused for a stale If-Match, one answered unchanged.
+    "client.batch-refused",
+    "client.batch-applied",
+    "client.batch-at-limit",
+    "client.apply-mismatch",
+    "client.update-applied",
+    "client.update-stale-refused",
+    "client.update-unchanged",
     "kernel.ledger-pruned",
     "policy.misfire-capped",
     // The reaper passed a lapsed lease over: its job's record does not

@@ -70,6 +70,23 @@ TEST_F(BatchTest, InvalidItemsAreAllReportedAndNothingIsWritten) {
   EXPECT_EQ(b.storage.contents(), before);
 }
 
+TEST_F(BatchTest, AnIdTwiceIsReportedEvenWhenItsFirstItemIsInvalid) {
+  // Every failing item is reported: a client that fixes jobs[0] must not
+  // meet the duplicate only on its next try.
+  JobSpec bad = interval_job("a");
+  bad.policy.priority = 12;
+  const auto before = b.storage.contents();
+  auto [r, out] = batch({bad, interval_job("b"), interval_job("a")});
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status.message().find("jobs[0]: policy.priority"), std::string_view::npos)
+      << r.status;
+  ASSERT_EQ(out.errors.size(), 2u);
+  EXPECT_EQ(out.errors[0].index, 0u);
+  EXPECT_EQ(out.errors[1].index, 2u);
+  EXPECT_NE(out.errors[1].status.message().find("appears twice"), std::string_view::npos);
+  EXPECT_EQ(b.storage.contents(), before);
+}
+
 TEST_F(BatchTest, ARefusedItemRollsBackTheWholeBatch) {
   // "b" holds a record the store cannot decode: its apply fails after "a"
   // was already applied inside the same transaction.

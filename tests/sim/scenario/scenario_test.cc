@@ -73,6 +73,11 @@ TEST(Scenario, ErrorsNameFileLineAndWhatWasExpected) {
   expect_error("name a\nname b\n", "bad.scenario:2: name: given twice");
   expect_error("swarm per-hour=4 jumps-last=0s kinds=clock-jump\n",
                "bad.scenario:1: swarm: jumps-last: expected a positive duration");
+  expect_error("batches every=50ms\n",
+               "bad.scenario:1: batches: every: expected a duration in [100ms, 24h]");
+  expect_error("updates every=500ms\n",
+               "bad.scenario:1: updates: every: expected a duration in [1s, 24h]");
+  expect_error("updates every=10s\nqueries every=5s\n", "updates: cannot be combined with queries");
 }
 
 constexpr char kPolicies[] = R"(name policies
