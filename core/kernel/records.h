@@ -234,6 +234,8 @@ struct LedgerRecord {
   std::uint64_t incarnation = 0;
   absl::Time nominal;  // first occurrence of the record
   absl::Time through;  // last occurrence (== nominal when count == 1)
+  // Occurrences in [nominal, through]; 0 for a range too long to count
+  // (close_overdue over a backlog longer than it lists).
   std::uint64_t count = 1;
   LedgerOutcome outcome = LedgerOutcome::kFired;
   absl::Time fire_at;                             // when the (first) occurrence was due

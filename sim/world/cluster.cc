@@ -382,6 +382,12 @@ void Cluster::on_event(const Event& e) {
       world_.mark(absl::StrCat("policy.ledger-", outcome));
     else if (outcome == "cancelled")
       world_.mark("policy.ledger-cancelled-before-dispatch");
+    // A cancel or reschedule over a backlog too long to list: one range
+    // record through the last due occurrence, uncounted (count 0).
+    const auto* count = e.find("count");
+    if (outcome == "cancelled" && count && std::get_if<std::uint64_t>(count) &&
+        std::get<std::uint64_t>(*count) == 0)
+      world_.mark("kernel.backlog-uncounted");
   } else if (k == event_kinds::kRunDispatched) {
     if (field("state") == "waiting") world_.mark("policy.overlap-queued");
   } else if (k == event_kinds::kRunPromoted) {

@@ -97,6 +97,9 @@ inline constexpr std::string_view kOtherMarks[] = {
     // A claim met a ready run of a job no longer active (cancelled with more
     // open runs than its cancel withdraws at once) and withdrew it.
     "kernel.claim-withdrew-inactive",
+    // A cancel or reschedule closed a backlog longer than close_overdue
+    // lists with one uncounted range record.
+    "kernel.backlog-uncounted",
 };
 
 }  // namespace kairos::sim

@@ -65,6 +65,30 @@ TEST(Records, StrictDecode) {
             std::string::npos);
 }
 
+// Every ledger record the kernel writes decodes: a counted range, one
+// occurrence, and the uncounted range (count 0) that closes a backlog too
+// long to list; a range that ends before it starts does not.
+TEST(Records, LedgerRecordsTheKernelWritesDecode) {
+  LedgerRecord l;
+  l.incarnation = 2;
+  l.nominal = test_support::T0();
+  l.through = l.nominal;
+  l.fire_at = l.nominal;
+  l.recorded_at = l.nominal + absl::Seconds(1);
+  l.outcome = LedgerOutcome::kFired;
+  EXPECT_EQ(*decode_ledger(encode(l)), l);
+  l.through = l.nominal + absl::Hours(30);
+  l.outcome = LedgerOutcome::kCancelled;
+  l.count = 108'000;
+  EXPECT_EQ(*decode_ledger(encode(l)), l);
+  l.count = 0;  // too long to count
+  l.detail = "job cancelled before dispatch (backlog too long to count)";
+  EXPECT_EQ(*decode_ledger(encode(l)), l);
+  LedgerRecord backwards = l;
+  backwards.through = l.nominal - absl::Seconds(1);
+  EXPECT_EQ(decode_ledger(encode(backwards)).status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(Keyspace, OrderAndParse) {
   using namespace keys;
   const absl::Time t = test_support::T0();
