@@ -364,8 +364,17 @@ absl::Status JobStore::dispatch(Txn& txn, std::uint32_t shard, const LeaderToken
     for (const auto& kv : entries) {
       ++out->scanned;
       KAIROS_ASSIGN_OR_RETURN(keys::DueKey dk, keys::parse_due(kv.key));
-      KAIROS_ASSIGN_OR_RETURN(DueEntry de, decode_due(kv.value));
       KAIROS_CHECK(dk.shard == shard && dk.due_at <= now);
+      auto read_due = decode_due(kv.value);
+      if (read_due.status().code() == absl::StatusCode::kDataLoss) {
+        // The entry itself does not decode: without its occurrence the job
+        // cannot be served; reported, left in place and passed over.
+        out->undecodable.push_back({dk.job_id, kv.key, std::string(read_due.status().message())});
+        passed.insert(kv.key);
+        ++passed_here;
+        continue;
+      }
+      KAIROS_ASSIGN_OR_RETURN(DueEntry de, std::move(read_due));
       if (!first && served.count(dk.job_id) > 0) {
         // This pass already advanced the job to a due-again entry: the next
         // pass takes it, as it would without the passed-over entries.

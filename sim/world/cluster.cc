@@ -341,7 +341,11 @@ void Cluster::on_event(const Event& e) {
   } else if (k == event_kinds::kLeaderReleased) {
     world_.mark("kernel.leader-released");
   } else if (k == event_kinds::kRecordUndecodable) {
-    if (field("op") == "reap") world_.mark("kernel.reap-passed-over");
+    const std::string op = field("op");
+    if (op == "reap") world_.mark("kernel.reap-passed-over");
+    if (op == "claim") world_.mark("kernel.claim-passed-over");
+    if (op == "dispatch") world_.mark("kernel.dispatch-passed-over");
+    if (op == "renew" || op == "complete") world_.mark("kernel.report-refused-undecodable");
   } else if (k == event_kinds::kNodeDeparted) {
     world_.mark("kernel.node-departed");
   } else if (k == event_kinds::kLeaderLost && field("reason").rfind("rebalance", 0) == 0) {
