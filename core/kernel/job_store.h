@@ -561,7 +561,12 @@ class JobStore {
   absl::StatusOr<std::uint64_t> apply_misfire(Txn& txn, std::uint32_t shard, JobRecord& job,
                                               const MisfireInput& in, const MisfireDecision& d,
                                               absl::Time ready_at, DispatchResult* out) const;
-  absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const;
+  // Ledger retention for one job, oldest first (up to prune_budget records).
+  // A ledger or run record that does not decode fails it with DataLoss; with
+  // `bad`, it instead ends the pruning there (what was pruned before it
+  // stays pruned), is stored in *bad and OK is returned.
+  absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events,
+                     std::optional<DispatchResult::Undecodable>* bad = nullptr) const;
   absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
                             std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,
                             std::string_view detail, std::vector<Event>& events) const;
