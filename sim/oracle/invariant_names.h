@@ -106,8 +106,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kNotBeforeDue,
                   "(9) no run is dispatched or granted before its due time (store clock)"},
     InvariantInfo{inv::kCorruptionContained,
-                  "(10) a record that does not decode stalls only its own job: every other "
-                  "job's occurrence due after the corruption is dispatched"},
+                  "(10) a record that does not decode stalls at most its own job, from the "
+                  "moment it stopped decoding: every other occurrence due after the first "
+                  "corruption is dispatched unless its own job was corrupted by its due time"},
     InvariantInfo{inv::kLedgerOneOutcome,
                   "(P1) every occurrence that became due has exactly one ledger outcome"},
     InvariantInfo{inv::kAttemptsBounded,
