@@ -299,6 +299,10 @@ struct ClaimArgs {
 struct ClaimResult {
   std::vector<Grant> grants;
   std::vector<Event> events;
+  // Ready runs whose run, job or counters record did not decode: left ready,
+  // passed over (the scan went on past them) and reported here, so one bad
+  // record never stops a shard's claims.
+  std::vector<DispatchResult::Undecodable> undecodable;
 };
 
 enum class WriteVerdict : std::uint8_t {
@@ -318,6 +322,9 @@ struct RenewVerdict {
 struct RenewResult {
   std::vector<RenewVerdict> verdicts;  // one per item, same order
   std::vector<Event> events;
+  // Items whose run record did not decode: refused (kUnknownRun, nothing
+  // written) and reported here; the other items are served.
+  std::vector<DispatchResult::Undecodable> undecodable;
 };
 
 struct CompleteVerdict {
@@ -327,6 +334,10 @@ struct CompleteVerdict {
 struct CompleteResult {
   std::vector<CompleteVerdict> verdicts;
   std::vector<Event> events;
+  // Items whose run record, or whose job record when the report would be
+  // applied, did not decode: refused (kUnknownRun, nothing written for the
+  // item) and reported here; the other items are served.
+  std::vector<DispatchResult::Undecodable> undecodable;
 };
 
 // release_abandoned: what became of the run.
@@ -466,8 +477,9 @@ class JobStore {
   absl::Status check_leader(Txn& txn, std::uint32_t shard, const LeaderToken& leader) const;
 
   // Leader only: turns due entries (due_at <= now) into ready runs, at most
-  // `limit` entries. A due entry whose job record does not decode, or whose
-  // job is in `skip_jobs`, is left in place and passed over (it never counts
+  // `limit` entries. A due entry that does not decode, whose job record does
+  // not decode, or whose job is in `skip_jobs`, is left in place and passed
+  // over (it never counts
   // against `limit` and never makes the shard look due now): one bad record
   // never stops the other jobs of its shard.
   absl::Status dispatch(Txn& txn, std::uint32_t shard, const LeaderToken& leader, std::size_t limit,
@@ -478,7 +490,9 @@ class JobStore {
   absl::Status create_runs(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
                            const std::vector<RunRecord>& runs, bool idempotent,
                            DispatchResult* out) const;
-  // Leader only: lapsed leases (expiry <= now) become ready again.
+  // Leader only: lapsed leases (expiry <= now) become ready again. A lapsed
+  // lease whose run or job record does not decode stays leased, is reported
+  // (ReapResult::undecodable) and passed over.
   absl::Status reap(Txn& txn, std::uint32_t shard, const LeaderToken& leader, std::size_t limit,
                     ReapResult* out) const;
 
@@ -497,7 +511,15 @@ class JobStore {
   // run of unaccepted runs, an accepted run waits until workers of the
   // other kind drain the head (documented limit: the ready queue is not
   // indexed by kind). With every kind accepted (the default) the body is
-  // exactly the unfiltered one.
+  // exactly the unfiltered one. A ready run whose run, job or counters
+  // record does not decode is left ready, reported (ClaimResult::undecodable)
+  // and passed over: it spends no budget and takes no run's place (the band
+  // scan goes on past it), so the rest of its shard is still claimed.
+  //
+  // renew and complete judge each item alone: an item whose run record (for
+  // a completion to apply, also its job record) does not decode is refused
+  // with kUnknownRun, nothing is written for it, it is reported
+  // (undecodable) and the other items are served.
   absl::Status claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) const;
   absl::Status renew(Txn& txn, std::string_view worker, const std::vector<RenewItem>& items,
                      absl::Duration ttl, RenewResult* out) const;
@@ -539,7 +561,12 @@ class JobStore {
   absl::StatusOr<std::uint64_t> apply_misfire(Txn& txn, std::uint32_t shard, JobRecord& job,
                                               const MisfireInput& in, const MisfireDecision& d,
                                               absl::Time ready_at, DispatchResult* out) const;
-  absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const;
+  // Ledger retention for one job, oldest first (up to prune_budget records).
+  // A ledger or run record that does not decode fails it with DataLoss; with
+  // `bad`, it instead ends the pruning there (what was pruned before it
+  // stays pruned), is stored in *bad and OK is returned.
+  absl::Status prune(Txn& txn, JobRecord& job, std::vector<Event>& events,
+                     std::optional<DispatchResult::Undecodable>* bad = nullptr) const;
   absl::Status record_range(Txn& txn, JobRecord& job, const std::vector<Fire>& fires, std::size_t b,
                             std::size_t e, LedgerOutcome outcome, absl::Time run_nominal,
                             std::string_view detail, std::vector<Event>& events) const;

@@ -306,7 +306,8 @@ absl::StatusOr<std::uint64_t> JobStore::apply_misfire(Txn& txn, std::uint32_t sh
   return fired;
 }
 
-absl::Status JobStore::prune(Txn& txn, JobRecord& job, std::vector<Event>& events) const {
+absl::Status JobStore::prune(Txn& txn, JobRecord& job, std::vector<Event>& events,
+                             std::optional<DispatchResult::Undecodable>* bad) const {
   const absl::Time now = txn.now();
   const keys::Range r = keys::ledger_of(job.spec.id);
   std::uint64_t pruned = 0;
@@ -316,14 +317,27 @@ absl::Status JobStore::prune(Txn& txn, JobRecord& job, std::vector<Event>& event
       job.ledger_count = 0;
       break;
     }
-    KAIROS_ASSIGN_OR_RETURN(LedgerRecord rec, decode_ledger(oldest[0].value));
+    auto decoded = decode_ledger(oldest[0].value);
+    if (bad != nullptr && decoded.status().code() == absl::StatusCode::kDataLoss) {
+      *bad = DispatchResult::Undecodable{job.spec.id, oldest[0].key,
+                                         std::string(decoded.status().message())};
+      break;
+    }
+    KAIROS_ASSIGN_OR_RETURN(LedgerRecord rec, std::move(decoded));
     const bool over_count = job.ledger_count > options_.ledger_keep;
     const bool over_age = rec.recorded_at + options_.ledger_max_age < now;
     if (!over_count && !over_age) break;
     if (has_own_run(rec.outcome) || rec.outcome == LedgerOutcome::kCancelled) {
       const RunId rid{job.spec.id, rec.incarnation,
                       rec.run_nominal == absl::InfinitePast() ? rec.nominal : rec.run_nominal};
-      KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
+      const std::string run_key = keys::run(rid);
+      auto read_run = read<RunRecord>(txn, run_key, decode_run);
+      if (bad != nullptr && read_run.status().code() == absl::StatusCode::kDataLoss) {
+        *bad = DispatchResult::Undecodable{job.spec.id, run_key,
+                                           std::string(read_run.status().message())};
+        break;
+      }
+      KAIROS_ASSIGN_OR_RETURN(auto run, std::move(read_run));
       if (run && !is_terminal(run->state)) break;  // never prune past an open run
       if (run) txn.erase(keys::run(rid));
     }
@@ -364,8 +378,17 @@ absl::Status JobStore::dispatch(Txn& txn, std::uint32_t shard, const LeaderToken
     for (const auto& kv : entries) {
       ++out->scanned;
       KAIROS_ASSIGN_OR_RETURN(keys::DueKey dk, keys::parse_due(kv.key));
-      KAIROS_ASSIGN_OR_RETURN(DueEntry de, decode_due(kv.value));
       KAIROS_CHECK(dk.shard == shard && dk.due_at <= now);
+      auto read_due = decode_due(kv.value);
+      if (read_due.status().code() == absl::StatusCode::kDataLoss) {
+        // The entry itself does not decode: without its occurrence the job
+        // cannot be served; reported, left in place and passed over.
+        out->undecodable.push_back({dk.job_id, kv.key, std::string(read_due.status().message())});
+        passed.insert(kv.key);
+        ++passed_here;
+        continue;
+      }
+      KAIROS_ASSIGN_OR_RETURN(DueEntry de, std::move(read_due));
       if (!first && served.count(dk.job_id) > 0) {
         // This pass already advanced the job to a due-again entry: the next
         // pass takes it, as it would without the passed-over entries.
@@ -449,8 +472,9 @@ absl::Status JobStore::create_runs(Txn& txn, std::uint32_t shard, const LeaderTo
 // ledger_max_age (so every record of the job is too) and prunes up to
 // prune_budget records of each (their runs with them); an entry is dropped
 // once its job's ledger is empty, or when the id was re-created (its
-// dispatches prune it again). An entry whose job record does not decode is
-// reported, left in place and passed over.
+// dispatches prune it again). An entry whose job record does not decode, or
+// whose pruning meets a ledger or run record that does not decode (what was
+// pruned before it stays pruned), is reported, left in place and passed over.
 absl::Status JobStore::sweep_cancelled(Txn& txn, std::uint32_t shard, ReapResult* out) const {
   const absl::Time now = txn.now();
   const keys::Range range = keys::sweep_until(shard, now - options_.ledger_max_age);
@@ -468,14 +492,22 @@ absl::Status JobStore::sweep_cancelled(Txn& txn, std::uint32_t shard, ReapResult
       continue;
     }
     KAIROS_ASSIGN_OR_RETURN(auto job, std::move(read_job));
-    ++taken;
     if (!job || job->state != JobState::kCancelled || job->cancelled_at != k.cancelled_at) {
+      ++taken;
       txn.erase(key);
       continue;
     }
     const std::uint64_t before = job->ledger_count;
-    KAIROS_RETURN_IF_ERROR(prune(txn, *job, out->events));
+    std::optional<DispatchResult::Undecodable> bad;
+    KAIROS_RETURN_IF_ERROR(prune(txn, *job, out->events, &bad));
     if (job->ledger_count != before) txn.put(job_key, encode(*job));
+    if (bad) {
+      // Its ledger cannot be pruned past that record: the entry stays,
+      // reported, and does not count, so it never takes another's turn.
+      out->undecodable.push_back(std::move(*bad));
+      continue;
+    }
+    ++taken;
     if (job->ledger_count == 0) txn.erase(key);
   }
   return absl::OkStatus();

@@ -18,6 +18,17 @@ namespace kairos {
 
 using namespace job_store_internal;  // the bodies' shared helpers
 
+namespace {
+// Whether `s` is a record of `job_id` under `key` that does not decode
+// (records.h: DataLoss); if so it is reported in `out`.
+bool undecodable(const absl::Status& s, const std::string& job_id, const std::string& key,
+                 std::vector<DispatchResult::Undecodable>& out) {
+  if (s.code() != absl::StatusCode::kDataLoss) return false;
+  out.push_back({job_id, key, std::string(s.message())});
+  return true;
+}
+}  // namespace
+
 absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
                             std::size_t limit, ReapResult* out) const {
   *out = {};
@@ -26,10 +37,11 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
   if (planted_reaper_off()) return absl::OkStatus();
   const absl::Time now = txn.now();
   const keys::Range range = keys::expiry_until(shard, now);
-  // Up to `limit` lapsed leases are taken back. A run whose job record does
-  // not decode cannot be judged (its policy is in that record): it stays
-  // leased, is reported and passed over, and the scan goes on past it, so
-  // bad records never hold the shard's other leases back.
+  // Up to `limit` lapsed leases are taken back. A run whose own record or
+  // whose job record does not decode cannot be judged (its attempts are in
+  // the one, its policy in the other): it stays leased, is reported and
+  // passed over, and the scan goes on past it, so bad records never hold the
+  // shard's other leases back.
   std::string begin = range.begin;
   for (std::size_t want = limit;;) {
     const auto entries = txn.scan(begin, range.end, want);
@@ -38,7 +50,13 @@ absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& le
       ++out->scanned;
       absl::Time expiry;
       KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_expiry(kv.key, &expiry));
-      KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
+      const std::string run_key = keys::run(rid);
+      auto read_run = read<RunRecord>(txn, run_key, decode_run);
+      if (undecodable(read_run.status(), rid.job_id, run_key, out->undecodable)) {
+        ++passed;
+        continue;
+      }
+      KAIROS_ASSIGN_OR_RETURN(auto run, std::move(read_run));
       // write_run keeps the expiry index exact: the entry names a leased run
       // with exactly this expiry.
       KAIROS_CHECK_MSG(run && run->state == RunState::kLeased && run->lease_expiry == expiry,
@@ -129,26 +147,37 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
   const absl::Time now = txn.now();
   constexpr std::int32_t kBands = kMaxPriority - kMinPriority + 1;
   // Grants the run behind queue entry `key` (write_run keeps the queue exact:
-  // the entry names a ready run under exactly this key).
-  auto take = [&](const std::string& key) -> absl::Status {
+  // the entry names a ready run under exactly this key). True when the entry
+  // was passed over: a record it needs does not decode (reported; nothing
+  // written: every read comes before the first write).
+  auto take = [&](const std::string& key) -> absl::StatusOr<bool> {
     KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(key));
-    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
+    const std::string run_key = keys::run(rid);
+    auto read_run = read<RunRecord>(txn, run_key, decode_run);
+    if (undecodable(read_run.status(), rid.job_id, run_key, out->undecodable)) return true;
+    KAIROS_ASSIGN_OR_RETURN(auto run, std::move(read_run));
     KAIROS_CHECK_MSG(run && run->state == RunState::kReady &&
                          keys::ready(run->shard, run->priority, run->ready_at, run->id) == key,
                      "a ready-queue entry names a run that is not ready under that key");
     const RunRecord old = *run;
-    KAIROS_ASSIGN_OR_RETURN(auto job, read<JobRecord>(txn, keys::job(rid.job_id), decode_job));
+    const std::string job_key = keys::job(rid.job_id);
+    auto read_job = read<JobRecord>(txn, job_key, decode_job);
+    if (undecodable(read_job.status(), rid.job_id, job_key, out->undecodable)) return true;
+    KAIROS_ASSIGN_OR_RETURN(auto job, std::move(read_job));
     if (!job_accepts(job, rid)) {
       withdraw(txn, *run, now, out->events, "job no longer active");
-      return absl::OkStatus();
+      return false;
     }
     if ((accept_bit(job->spec.payload) & args.accepts) == 0) {
       // Not a kind this worker runs: left ready, untouched, for another.
       KAIROS_CHECK(filtered && skip_left > 0);
       --skip_left;
-      return absl::OkStatus();
+      return false;
     }
-    KAIROS_ASSIGN_OR_RETURN(const GrantToken grant, grant_token(txn, *run));
+    auto granted = grant_token(txn, *run);  // reads the counters, then writes them
+    if (undecodable(granted.status(), rid.job_id, keys::counters(rid.job_id), out->undecodable))
+      return true;
+    KAIROS_ASSIGN_OR_RETURN(const GrantToken grant, std::move(granted));
     const std::uint64_t token = grant.token;
     const absl::Duration waited = now - run->ready_at;
     run->state = RunState::kLeased;
@@ -176,7 +205,7 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
                               .with("ready_at", run->ready_at)
                               .with("waited", waited));
     out->grants.push_back(Grant{*run, job->spec.payload, job->spec.policy.timeout});
-    return absl::OkStatus();
+    return false;
   };
   for (std::uint32_t i = 0; i < shard_count_ && out->grants.size() < args.max_runs; ++i) {
     const std::uint32_t shard = (args.first_shard + i) % shard_count_;
@@ -211,17 +240,34 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       for (std::size_t b = 0; b < band_count; ++b) {
         const keys::Range range =
             keys::ready_until(shard, bands[b], now - options_.starvation_bound);
-        for (const auto& kv : txn.scan(range.begin, range.end, scan_limit(want))) {
-          KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(kv.key));
-          KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(rid), decode_run));
-          KAIROS_CHECK_MSG(run.has_value(), "a ready-queue entry names no run");
-          starved.push_back({{run->ready_at, kv.key}, kv.key});
+        // Entries whose run record does not decode have no ready_at to
+        // order by: reported and passed over, and the scan goes on past
+        // them so they take no starved run's place.
+        std::string begin = range.begin;
+        for (std::size_t limit = scan_limit(want);;) {
+          const auto entries = txn.scan(begin, range.end, limit);
+          std::size_t passed = 0;
+          for (const auto& kv : entries) {
+            KAIROS_ASSIGN_OR_RETURN(RunId rid, keys::parse_ready(kv.key));
+            const std::string run_key = keys::run(rid);
+            auto run = read<RunRecord>(txn, run_key, decode_run);
+            if (undecodable(run.status(), rid.job_id, run_key, out->undecodable)) {
+              ++passed;
+              continue;
+            }
+            KAIROS_RETURN_IF_ERROR(run.status());
+            KAIROS_CHECK_MSG(run->has_value(), "a ready-queue entry names no run");
+            starved.push_back({{(*run)->ready_at, kv.key}, kv.key});
+          }
+          if (entries.size() < limit || passed == 0) break;
+          begin = entries.back().key + '\0';  // past the last one scanned
+          limit = passed;
         }
       }
       std::sort(starved.begin(), starved.end());
       for (const auto& s : starved) {
         if (out->grants.size() >= args.max_runs || (filtered && skip_left == 0)) break;
-        KAIROS_RETURN_IF_ERROR(take(s.second));
+        KAIROS_RETURN_IF_ERROR(take(s.second).status());
       }
     }
     // Pass 2: higher priority first among due runs, FIFO within a band.
@@ -230,10 +276,25 @@ absl::Status JobStore::claim(Txn& txn, const ClaimArgs& args, ClaimResult* out) 
       if (want == 0) break;
       const keys::Range range = keys::ready_until(shard, bands[b], now);
       // Any ready run of the band will do (FIFO is the store's best effort):
-      // a store may pass over entries a concurrent claim holds.
-      for (const auto& kv : txn.scan_claimable(range.begin, range.end, scan_limit(want))) {
-        if (out->grants.size() >= args.max_runs || (filtered && skip_left == 0)) break;
-        KAIROS_RETURN_IF_ERROR(take(kv.key));
+      // a store may pass over entries a concurrent claim holds. Entries
+      // passed over for an undecodable record do not count: the scan goes
+      // on past them for as many entries again.
+      std::string begin = range.begin;
+      for (std::size_t limit = scan_limit(want);;) {
+        const auto entries = txn.scan_claimable(begin, range.end, limit);
+        std::size_t passed = 0;
+        bool done = false;
+        for (const auto& kv : entries) {
+          if (out->grants.size() >= args.max_runs || (filtered && skip_left == 0)) {
+            done = true;
+            break;
+          }
+          KAIROS_ASSIGN_OR_RETURN(const bool passed_over, take(kv.key));
+          if (passed_over) ++passed;
+        }
+        if (done || entries.size() < limit || passed == 0) break;
+        begin = entries.back().key + '\0';  // past the last one scanned
+        limit = passed;
       }
     }
   }
@@ -247,7 +308,15 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
   const absl::Time now = txn.now();
   for (const RenewItem& item : items) {
     RenewVerdict v;
-    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(item.run), decode_run));
+    const std::string run_key = keys::run(item.run);
+    auto read_run = read<RunRecord>(txn, run_key, decode_run);
+    if (undecodable(read_run.status(), item.run.job_id, run_key, out->undecodable)) {
+      v.verdict = WriteVerdict::kUnknownRun;
+      v.reason = absl::StrCat("the record of run ", idempotency_key(item.run), " does not decode");
+      out->verdicts.push_back(std::move(v));
+      continue;
+    }
+    KAIROS_ASSIGN_OR_RETURN(auto run, std::move(read_run));
     if (!run) {
       v.verdict = WriteVerdict::kUnknownRun;
       v.reason = absl::StrCat("no run ", idempotency_key(item.run));
@@ -288,7 +357,15 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
   const absl::Time now = txn.now();
   for (const CompleteItem& item : items) {
     CompleteVerdict v;
-    KAIROS_ASSIGN_OR_RETURN(auto run, read<RunRecord>(txn, keys::run(item.run), decode_run));
+    const std::string run_key = keys::run(item.run);
+    auto read_run = read<RunRecord>(txn, run_key, decode_run);
+    if (undecodable(read_run.status(), item.run.job_id, run_key, out->undecodable)) {
+      v.verdict = WriteVerdict::kUnknownRun;
+      v.reason = absl::StrCat("the record of run ", idempotency_key(item.run), " does not decode");
+      out->verdicts.push_back(std::move(v));
+      continue;
+    }
+    KAIROS_ASSIGN_OR_RETURN(auto run, std::move(read_run));
     const bool releasing = item.outcome == RunStatus::kStopped;
     if (!run) {
       v.verdict = WriteVerdict::kUnknownRun;
@@ -333,8 +410,17 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
       // fence: until the reaper re-queues the run nobody else can hold it).
       KAIROS_CHECK_MSG((token_ok && run->state == RunState::kLeased) || planted_ignores_fencing(),
                        "a completion was accepted without the current token of a leased run");
-      KAIROS_ASSIGN_OR_RETURN(auto job,
-                              read<JobRecord>(txn, keys::job(run->id.job_id), decode_job));
+      // Without its job's policy the report cannot be judged (retry or not):
+      // refused like an undecodable run, before anything is written for it.
+      const std::string job_key = keys::job(run->id.job_id);
+      auto read_job = read<JobRecord>(txn, job_key, decode_job);
+      if (undecodable(read_job.status(), run->id.job_id, job_key, out->undecodable)) {
+        v.verdict = WriteVerdict::kUnknownRun;
+        v.reason = absl::StrCat("the record of job ", run->id.job_id, " does not decode");
+        out->verdicts.push_back(std::move(v));
+        continue;
+      }
+      KAIROS_ASSIGN_OR_RETURN(auto job, std::move(read_job));
       const JobPolicy policy = job_accepts(job, run->id) ? job->spec.policy : JobPolicy{};
       const bool job_live = job_accepts(job, run->id);
       // A ready run gets here only under the ignore_fencing planted bug (a

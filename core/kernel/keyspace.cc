@@ -91,6 +91,10 @@ std::string run(const RunId& id) {
   b.tag(kRun);
   return take(run_suffix(b, id));
 }
+Range runs_of(std::string_view id) {
+  std::string b = take(KeyBuilder().tag(kRun).str(id));
+  return {b, prefix_end(b)};
+}
 Range runs_of(std::string_view id, std::uint64_t incarnation) {
   std::string b = take(KeyBuilder().tag(kRun).str(id).u64(incarnation));
   return {b, prefix_end(b)};

@@ -89,6 +89,8 @@ Range due_until(std::uint32_t shard, absl::Time until);
 Range due_of(std::uint32_t shard);
 std::string run(const RunId& id);
 Range runs_of(std::string_view id, std::uint64_t incarnation);
+// Every run of `id`, of every incarnation.
+Range runs_of(std::string_view id);
 std::string open_run(const RunId& id);
 Range open_runs_of(std::string_view id, std::uint64_t incarnation);
 std::uint8_t priority_band(std::int32_t priority);

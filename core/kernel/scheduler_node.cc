@@ -669,6 +669,11 @@ void SchedulerNode::on_undecodable(std::uint32_t shard, std::string_view op,
   record(std::move(e));
 }
 
+void SchedulerNode::report_undecodable(std::string_view op,
+                                       const std::vector<DispatchResult::Undecodable>& bad) {
+  for (const auto& b : bad) on_undecodable(store_.shard_of(b.job_id), op, b);
+}
+
 void SchedulerNode::run_dispatch(std::uint32_t shard) {
   ShardState& st = shards_[shard];
   if (!st.leader || st.dispatch_txn || clock_.now() >= st.leading_until || clock_skewed_) return;
@@ -910,6 +915,7 @@ void SchedulerNode::try_claim(std::uint64_t key) {
           if (!out->grants.empty() && crashed_at("claim-after-commit")) return;
           check_grants(out->grants, p.request.max_runs, p.request.worker_id);
           record_all(out->events);
+          report_undecodable("claim", out->undecodable);
           observe_fire_lateness(out->grants);
           if (!out->grants.empty() || expired) {
             wire::ClaimResponse resp;
@@ -961,6 +967,7 @@ void SchedulerNode::handle_renew(PeerId from, wire::RenewRequest request) {
         }
         KAIROS_CHECK_MSG(out->verdicts.size() == items->size(), "one renew verdict per item");
         record_all(out->events);
+        report_undecodable("renew", out->undecodable);
         wire::RenewResponse resp;
         resp.request_id = request_id;
         for (auto& v : out->verdicts)
@@ -1030,9 +1037,11 @@ void SchedulerNode::serve_reports(PeerId from, std::uint64_t request_id, std::st
     KAIROS_CHECK_MSG(completed->verdicts.size() == items->size(),
                      "one completion verdict per item");
     record_all(completed->events);
+    report_undecodable("complete", completed->undecodable);
     if (claim) {
       check_grants(claimed->grants, claim->max_runs, claim->worker);
       record_all(claimed->events);
+      report_undecodable("claim", claimed->undecodable);
       observe_fire_lateness(claimed->grants);
     }
     answer(wire_verdicts(completed->verdicts), wire_grants(claimed->grants));

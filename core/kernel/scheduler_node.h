@@ -389,6 +389,9 @@ class SchedulerNode {
   // record.undecodable, once per key; the node is degraded from then on.
   void on_undecodable(std::uint32_t shard, std::string_view op,
                       const DispatchResult::Undecodable& bad);
+  // on_undecodable for each record a worker-facing body (claim, renew,
+  // complete) passed over; the shard is the job's.
+  void report_undecodable(std::string_view op, const std::vector<DispatchResult::Undecodable>& bad);
   absl::Duration backoff(std::uint32_t attempt);
   // Runs `body` once and hands its result to `done` (unless the node crashed
   // meanwhile), counting it in kairos_txn_total under `op`; kUncounted (the

@@ -276,32 +276,36 @@ void acked_commits_durable(const History& h, const Replay&, Findings& out) {
 
 // --- Rules over the replay's final tracks ----------------------------------
 
-// The interned ids of the jobs whose record a corrupt-record fault made
-// undecodable. A run of one left leased cannot be reaped: a lapsed lease is
-// judged by its job's policy, which is in that record, so the reaper passes
-// it over and it stays (JobStore::reap); rules 1 and 7 do not require it to
-// end, and corruption-contained judges the other jobs.
-std::set<std::uint32_t> corrupted_job_ids(const History& h) {
-  std::set<std::uint32_t> out;
+// The interned ids of the jobs a corrupt-record fault made a record of
+// undecodable (its job record, counters, due entry, run or ledger records),
+// each with the (true) time of its first corruption. From that moment the
+// job is excused: a body that needs one of those records passes the job's
+// entries over (its lapsed leases stay leased, its ready runs stay ready, its
+// due entry stays due, its reports are refused), so rules 1 and 7 do not
+// require its unfinished runs to end, and corruption-contained judges the
+// other jobs.
+std::map<std::uint32_t, absl::Time> corrupted_job_ids(const History& h) {
+  std::map<std::uint32_t, absl::Time> out;
   if (h.corrupted != nullptr && h.facts != nullptr)
     for (const CorruptedRecord& c : *h.corrupted)
       if (const std::uint32_t id = h.facts->strings().find(c.job); id != Interner::kNone)
-        out.insert(id);
+        out.try_emplace(id, c.at);  // time order: the first one stays
   return out;
 }
 
 // 1: every occurrence due before the quiet tail reaches a terminal state
 // (succeeded, failed, or withdrawn by a cancel), and so does every run the
-// store holds that was due before the quiet tail. Except a run left leased
-// of a job whose record a fault corrupted: a lapsed lease cannot be judged
-// without its job's policy, so the reaper passes it over and it stays
-// (JobStore::reap); corruption-contained judges the other jobs.
+// store holds that was due before the quiet tail. Except a run of a job a
+// fault corrupted a record of, unfinished at the end (so unfinished at the
+// corruption, or created after it): it cannot be judged without the records
+// that no longer decode, so the bodies pass it over and it stays
+// (JobStore::reap, claim); corruption-contained judges the other jobs.
 void occurrences_complete(const History& h, const Replay& r, Findings& out) {
   if (h.expected == nullptr || h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
-  const std::set<std::uint32_t> corrupted = corrupted_job_ids(h);
+  const std::map<std::uint32_t, absl::Time> corrupted = corrupted_job_ids(h);
   auto stuck = [&](const Replay::Track& t) {
-    return t.state == RunState::kLeased && corrupted.count(t.job) != 0;
+    return !is_terminal(t.state) && corrupted.count(t.job) != 0;
   };
   const std::int64_t until_us = absl::ToUnixMicros(h.end - h.quiet_tail);
   auto report = [&](std::string job, std::string key, std::string detail) {
@@ -352,19 +356,22 @@ void occurrences_complete(const History& h, const Replay& r, Findings& out) {
   }
 }
 
-// 10: a stored record that does not decode stops only its own job. Every
-// expected occurrence of every other job due from the first corruption on
-// (and before the quiet tail: `expected` holds no later ones) is dispatched:
-// it has a run, or a policy decision in the ledger covers it. (The corrupted
-// jobs' later occurrences are not expected at all.)
+// 10: a stored record that does not decode stops at most its own job, and
+// only from the moment it stopped decoding. Every expected occurrence due
+// from the first corruption on (and before the quiet tail: `expected` holds
+// no later ones) is dispatched, it has a run or a policy decision in the
+// ledger covers it, unless its own job had a record corrupted at or before
+// its due time: a job corrupted later is judged like any other until then.
+// (A corrupted job's occurrences due after its corruption are not expected
+// at all; that its other occurrences and runs end is rule 1's.)
 void corruption_contained(const History& h, const Replay& r, Findings& out) {
   if (h.corrupted == nullptr || h.corrupted->empty() || h.expected == nullptr || h.facts == nullptr)
     return;
   const Interner& names = h.facts->strings();
-  std::set<std::string> corrupted;
+  std::map<std::string, absl::Time> corrupted;  // job -> first corruption
   absl::Time first = absl::InfiniteFuture();
   for (const CorruptedRecord& c : *h.corrupted) {
-    corrupted.insert(c.job);
+    corrupted.try_emplace(c.job, c.at);
     first = std::min(first, c.at);
   }
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<const LedgerFact*>> ledger;
@@ -372,7 +379,8 @@ void corruption_contained(const History& h, const Replay& r, Findings& out) {
     if (l.commit == LedgerFact::kFromEvent || !lost(h, l.commit))
       ledger[{l.job, l.incarnation}].push_back(&l);
   for (const auto& o : *h.expected) {
-    if (o.due < first || corrupted.count(o.job) > 0) continue;
+    if (o.due < first) continue;
+    if (auto it = corrupted.find(o.job); it != corrupted.end() && it->second <= o.due) continue;
     const std::string key = idempotency_key(RunId{o.job, o.incarnation, o.nominal});
     const std::uint32_t id = names.find(key);
     if (id != Interner::kNone && id < r.runs.size() && r.runs[id].exists) continue;
@@ -412,12 +420,12 @@ void effect_per_success(const History& h, const Replay& r, Findings& out) {
   }
 }
 
-// 7: timeliness, with the bounds of docs/SIMULATION.md. A run left leased
-// of a job whose record a fault corrupted has no completion bound (see
-// corrupted_job_ids).
+// 7: timeliness, with the bounds of docs/SIMULATION.md. A run of a job a
+// fault corrupted a record of has no completion bound that ends after the
+// corruption (see corrupted_job_ids); one that ended before it is judged.
 void timeliness(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
-  const std::set<std::uint32_t> corrupted = corrupted_job_ids(h);
+  const std::map<std::uint32_t, absl::Time> corrupted = corrupted_job_ids(h);
   std::vector<FaultWindow> windows = h.faults ? *h.faults : std::vector<FaultWindow>{};
   std::sort(windows.begin(), windows.end(),
             [](const FaultWindow& a, const FaultWindow& b) { return a.from < b.from; });
@@ -466,7 +474,7 @@ void timeliness(const History& h, const Replay& r, Findings& out) {
       if (w.from <= ref + done && w.to > ref) ref = w.to;
     const absl::Time deadline = ref + done;
     if (deadline > h.end || t.state == RunState::kCancelled) continue;
-    if (t.state == RunState::kLeased && corrupted.count(t.job) != 0) continue;
+    if (auto c = corrupted.find(t.job); c != corrupted.end() && c->second <= deadline) continue;
     if (!t.terminal_at || *t.terminal_at > deadline)
       report(t, key,
              absl::StrCat("occurrence due ", time_text(due), " not finished by ",

@@ -396,11 +396,13 @@ struct CancelAck {
   absl::Time acked;  // true time the client got the answer
 };
 
-// A stored record the corrupt-record fault made undecodable: job `job`'s,
-// from `at` (true time) on.
+// Records the corrupt-record fault made undecodable: job `job`'s (its job
+// record, counters, due entry, run or ledger records), from `at` (true time)
+// on, written by the store's commit number `commit` (StoreCommit::index).
 struct CorruptedRecord {
   std::string job;
   absl::Time at;
+  std::uint64_t commit = 0;
 };
 
 struct FaultWindow {

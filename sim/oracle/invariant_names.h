@@ -112,8 +112,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kNotBeforeDue,
                   "(9) no run is dispatched or granted before its due time (store clock)"},
     InvariantInfo{inv::kCorruptionContained,
-                  "(10) a record that does not decode stalls only its own job: every other "
-                  "job's occurrence due after the corruption is dispatched"},
+                  "(10) a record that does not decode stalls at most its own job, from the "
+                  "moment it stopped decoding: every other occurrence due after the first "
+                  "corruption is dispatched unless its own job was corrupted by its due time"},
     InvariantInfo{inv::kRunsRecordReports,
                   "(11) a completion the store applies records the outcome, exit code and "
                   "detail its worker reported, on the attempt the report's token names"},

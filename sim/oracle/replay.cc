@@ -164,6 +164,7 @@ class PolicyReplay {
     std::int64_t ready_us = 0;
     std::int8_t priority = 0;
     std::uint32_t shard = 0;
+    std::uint32_t job = Interner::kNone;
   };
   using Queue = std::set<std::pair<std::int64_t, std::uint32_t>>;  // (ready_us, run)
   struct Open {
@@ -179,6 +180,7 @@ class PolicyReplay {
   }
   void enready(std::uint32_t id) {
     Run& run = runs_[id];
+    if (passed_over_.count(run.job) != 0) return;
     ready_all_[run.shard].insert({run.ready_us, id});
     ready_band_[{run.shard, run.priority}].insert({run.ready_us, id});
   }
@@ -199,12 +201,28 @@ class PolicyReplay {
     }
   }
 
+  // From the commit of a corrupt-record fault on, claims pass its job's
+  // ready runs over (a record they need does not decode: JobStore::claim):
+  // they leave the ready queues a grant is judged against, for good.
+  void pass_over_corrupted(std::uint64_t before_commit) {
+    if (h_.corrupted == nullptr) return;
+    for (; next_corruption_ < h_.corrupted->size() &&
+           (*h_.corrupted)[next_corruption_].commit < before_commit;
+         ++next_corruption_) {
+      const std::uint32_t job = names_.find((*h_.corrupted)[next_corruption_].job);
+      if (job == Interner::kNone || !passed_over_.insert(job).second) continue;
+      for (std::uint32_t id = 0; id < runs_.size(); ++id)
+        if (runs_[id].job == job) unready(id);
+    }
+  }
+
   void replay_runs() {
     runs_.assign(names_.size(), Run{});
     const auto& facts = h_.facts->runs();
     for (std::size_t i = 0; i < facts.size();) {
       std::size_t e = i;
       while (e < facts.size() && facts[e].commit == facts[i].commit) ++e;
+      pass_over_corrupted(facts[i].commit);
       if (lost(h_, facts[i].commit)) {
         i = e;
         continue;
@@ -256,6 +274,7 @@ class PolicyReplay {
         run.ready_us = f.ready_us;
         run.priority = f.priority;
         run.shard = f.shard;
+        run.job = f.job;
         if (f.state == RunState::kReady) enready(f.run);
       }
       for (const JobKey& jk : touched) {
@@ -294,6 +313,8 @@ class PolicyReplay {
   std::map<JobKey, Open> open_;
   std::map<std::uint32_t, Queue> ready_all_;                           // by shard
   std::map<std::pair<std::uint32_t, std::int8_t>, Queue> ready_band_;  // by (shard, priority)
+  std::size_t next_corruption_ = 0;                                    // into h_.corrupted
+  std::set<std::uint32_t> passed_over_;  // jobs whose ready runs claims pass over
 };
 
 }  // namespace

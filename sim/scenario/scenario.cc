@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.h"
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <set>
@@ -878,8 +879,20 @@ absl::Status parse_fault(ParseState& p) {
   a.permille("error", &f.error);
   a.permille("timeout", &f.timeout);
   a.str("job", &f.job);
+  a.str("record", &f.record);
   KAIROS_RETURN_IF_ERROR(a.finish());
   if (f.kind == FaultKind::kCorruptRecord && f.job.empty()) return a.err("expected job=<job id>");
+  if (!f.record.empty()) {
+    if (f.kind != FaultKind::kCorruptRecord) return a.err("record= belongs to corrupt-record");
+    if (std::find(std::begin(kCorruptibleRecords), std::end(kCorruptibleRecords), f.record) ==
+        std::end(kCorruptibleRecords)) {
+      std::vector<std::string> names(std::begin(kCorruptibleRecords),
+                                     std::end(kCorruptibleRecords));
+      return a.err(absl::StrCat("record: expected one of ", absl::StrJoin(names, ", "), ", got \"",
+                                f.record, "\""));
+    }
+    if (f.record == "job") f.record.clear();  // the default
+  }
   if (f.kind == FaultKind::kCorruptRecord) f.node = "store";
   if ((f.kind == FaultKind::kDrain || f.kind == FaultKind::kStop) && f.node != "any-worker" &&
       f.node.rfind("worker-", 0) != 0)
@@ -913,6 +926,7 @@ void format_fault(const Scenario& s, std::string& out) {
     if (f.error) absl::StrAppend(&l, " error=", f.error);
     if (f.timeout) absl::StrAppend(&l, " timeout=", f.timeout);
     if (!f.job.empty()) absl::StrAppend(&l, " job=", quote(f.job));
+    if (!f.record.empty()) absl::StrAppend(&l, " record=", f.record);
     put(out, l);
   }
 }

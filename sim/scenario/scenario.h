@@ -211,6 +211,13 @@ inline constexpr FaultKind kAllFaultKinds[] = {
     FaultKind::kStoreOutage, FaultKind::kStoreSlow,  FaultKind::kStoreCrash,  FaultKind::kClockJump,
     FaultKind::kClockDrift,  FaultKind::kSinkFaults, FaultKind::kFleetRestart};
 
+// The records of a job a corrupt-record fault can make undecodable
+// (`record=`, default job): its job record, its counters, its due entry,
+// every run record of it (every incarnation, every state) or every ledger
+// record of it.
+inline constexpr std::string_view kCorruptibleRecords[] = {"job", "counters", "due", "run",
+                                                           "ledger"};
+
 struct FaultSpec {
   FaultKind kind = FaultKind::kPause;
   absl::Duration at = absl::ZeroDuration();  // since the start
@@ -223,6 +230,7 @@ struct FaultSpec {
   std::uint32_t loss = 0, duplicate = 0, replay = 0;  // net
   std::uint32_t error = 0, timeout = 0;               // sink-faults
   std::string job;                                    // corrupt-record
+  std::string record;  // corrupt-record: which of the job's records (kCorruptibleRecords)
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
 

@@ -354,7 +354,11 @@ void Cluster::on_event(const Event& e) {
   } else if (k == event_kinds::kLeaderReleased) {
     world_.mark("kernel.leader-released");
   } else if (k == event_kinds::kRecordUndecodable) {
-    if (field("op") == "reap") world_.mark("kernel.reap-passed-over");
+    const std::string op = field("op");
+    if (op == "reap") world_.mark("kernel.reap-passed-over");
+    if (op == "claim") world_.mark("kernel.claim-passed-over");
+    if (op == "dispatch") world_.mark("kernel.dispatch-passed-over");
+    if (op == "renew" || op == "complete") world_.mark("kernel.report-refused-undecodable");
   } else if (k == event_kinds::kNodeDeparted) {
     world_.mark("kernel.node-departed");
   } else if (k == event_kinds::kLeaderLost && field("reason").rfind("rebalance", 0) == 0) {
@@ -589,12 +593,7 @@ void Cluster::apply(const FaultSpec& f) {
       break;
     }
     case FaultKind::kCorruptRecord:
-      if (store_->corrupt_record(keys::job(f.job))) {
-        corrupted_.push_back({f.job, world_.now()});
-        world_.note(kWorldNode, absl::StrCat("corrupted the record of job ", f.job));
-      } else {
-        world_.note(kWorldNode, absl::StrCat("no record of job ", f.job, " to corrupt"));
-      }
+      corrupt_records(f);
       break;
     case FaultKind::kLeave: {
       NodeProcess* p = nodes_[n]->process.get();
@@ -652,6 +651,42 @@ void Cluster::apply(const FaultSpec& f) {
       break;
     }
   }
+}
+
+void Cluster::corrupt_records(const FaultSpec& f) {
+  const std::string what = f.record.empty() ? "job" : f.record;
+  const auto all = [](std::string_view) { return true; };
+  std::size_t n = 0;
+  if (what == "job") {
+    n = store_->corrupt_record(keys::job(f.job)) ? 1 : 0;
+  } else if (what == "counters") {
+    n = store_->corrupt_record(keys::counters(f.job)) ? 1 : 0;
+  } else if (what == "due") {
+    // The due table of every shard: the entry's key names the job.
+    const std::string begin(1, static_cast<char>(keys::kDue));
+    const std::string end(1, static_cast<char>(keys::kDue + 1));
+    n = store_->corrupt_records(begin, end, [&](std::string_view key) {
+      auto dk = keys::parse_due(key);
+      return dk.ok() && dk->job_id == f.job;
+    });
+  } else if (what == "run") {
+    const keys::Range r = keys::runs_of(f.job);
+    n = store_->corrupt_records(r.begin, r.end, all);
+  } else {
+    KAIROS_CHECK(what == "ledger");
+    const keys::Range r = keys::ledger_of(f.job);
+    n = store_->corrupt_records(r.begin, r.end, all);
+  }
+  if (n == 0) {
+    world_.note(kWorldNode,
+                what == "job" ? absl::StrCat("no record of job ", f.job, " to corrupt")
+                              : absl::StrCat("no ", what, " record of job ", f.job, " to corrupt"));
+    return;
+  }
+  corrupted_.push_back({f.job, world_.now(), store_->commits().back().index});
+  world_.note(kWorldNode, what == "job" ? absl::StrCat("corrupted the record of job ", f.job)
+                                        : absl::StrCat("corrupted ", n, " ", what,
+                                                       " record(s) of job ", f.job));
 }
 
 void Cluster::schedule_faults() {

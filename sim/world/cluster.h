@@ -151,6 +151,9 @@ class Cluster {
   NodeId resolve(const std::string& selector);
   void schedule_faults();
   void heal_everything();
+  // A corrupt-record fault: the records of its job that it names become
+  // undecodable (StoreService::corrupt_records).
+  void corrupt_records(const FaultSpec& f);
   void window(absl::Duration length, std::string what);
   // Store facts and coverage marks from one node event.
   void on_event(const Event& event);

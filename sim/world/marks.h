@@ -92,6 +92,16 @@ inline constexpr std::string_view kOtherMarks[] = {
     // The reaper passed a lapsed lease over: its job's record does not
     // decode (record.undecodable op=reap).
     "kernel.reap-passed-over",
+    // A claim passed a ready run over: its run, job or counters record does
+    // not decode (record.undecodable op=claim).
+    "kernel.claim-passed-over",
+    // Dispatch passed a job over: its due entry or job record does not
+    // decode, or a record read while dispatching it (record.undecodable
+    // op=dispatch).
+    "kernel.dispatch-passed-over",
+    // A renewal or completion was refused: its run (or job) record does not
+    // decode (record.undecodable op=renew or op=complete).
+    "kernel.report-refused-undecodable",
     // A worker's drain completed (fault drain): its `drained` callback ran.
     "worker.drained",
     // A claim met a ready run of a job no longer active (cancelled with more

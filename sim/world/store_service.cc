@@ -1,8 +1,11 @@
 #include "sim/world/store_service.h"
 
+#include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
@@ -10,28 +13,36 @@
 namespace kairos::sim {
 
 bool StoreService::corrupt_record(const std::string& key) {
-  std::optional<std::string> bad;
+  return corrupt_records(key, key + '\0', [](std::string_view) { return true; }) != 0;
+}
+
+std::size_t StoreService::corrupt_records(const std::string& begin, const std::string& end,
+                                          const std::function<bool(std::string_view key)>& pick) {
+  std::vector<WriteOp> bad;
   const TxnResult r = storage_.run([&](Txn& txn) {
-    std::optional<std::string> v = txn.get(key);
-    if (!v || v->empty()) return absl::OkStatus();
-    (*v)[0] = static_cast<char>((*v)[0] ^ 0x7f);
-    txn.put(key, *v);
-    bad = std::move(v);
+    for (const KeyValue& kv : txn.scan(begin, end, std::numeric_limits<std::size_t>::max())) {
+      if (kv.value.empty() || !pick(kv.key)) continue;
+      std::string v = kv.value;
+      v[0] = static_cast<char>(v[0] ^ 0x7f);
+      txn.put(kv.key, v);
+      bad.push_back({WriteOp::Kind::kPut, kv.key, std::move(v)});
+    }
     return absl::OkStatus();
   });
   KAIROS_CHECK(r.committed());
-  if (!bad) return false;
+  if (bad.empty()) return 0;
   // In the commit log like any write (no client; never acknowledged), so a
   // replay of the log still reproduces the store.
+  const std::size_t n = bad.size();
   StoreCommit sc;
   sc.index = commits_.size();
   sc.at = world_.now();
   sc.store_time = clock_.now();
-  if (config_.record_writes) sc.ops.push_back({WriteOp::Kind::kPut, key, std::move(*bad)});
+  if (config_.record_writes) sc.ops = std::move(bad);
   unsynced_.push_back(sc.index);
   commits_.push_back(std::move(sc));
   if (storage_.unsynced_count() != 0) arm_sync();
-  return true;
+  return n;
 }
 
 namespace {

@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -119,6 +120,11 @@ class StoreService {
   // version, is flipped), outside any client transaction, as a bad disk or a
   // foreign writer would; false when the key is absent.
   bool corrupt_record(const std::string& key);
+  // The same for every record in [begin, end) whose key `pick` accepts, in
+  // one commit (key order); entries with an empty value (the index tables)
+  // are left alone. Returns how many records it corrupted.
+  std::size_t corrupt_records(const std::string& begin, const std::string& end,
+                              const std::function<bool(std::string_view key)>& pick);
 
   // Called once per applied writing commit, at the store, in commit order,
   // with the commit and its writes to the run ('R'), leader ('L') and ledger

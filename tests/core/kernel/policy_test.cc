@@ -427,6 +427,46 @@ TEST_F(RetentionTest, ACancelledJobsLedgerAndRunsAreSweptOnceOld) {
               static_cast<std::uint8_t>(x->first[0]) != keys::kSweep);  // entry dropped
 }
 
+// A cancelled job's ledger record that does not decode stops the sweep of
+// that job only: the reaper's pass commits (it used to fail with DATA_LOSS at
+// every pass, so no lapsed lease of the shard was taken back either), the
+// record is reported, the job's sweep entry stays, and the other cancelled
+// job's ledger is swept as before.
+TEST_F(RetentionTest, ALedgerRecordThatDoesNotDecodeStopsOnlyItsJobsSweep) {
+  for (const char* id : {"a", "c"}) create(interval_job(id));
+  for (int i = 0; i < 4; ++i) {
+    dispatch();
+    for (const auto& g : claim(2)) complete(g.run, RunStatus::kSucceeded);
+    b.clock.advance(absl::Minutes(1));
+  }
+  for (const char* id : {"a", "c"}) {
+    auto [r, out] =
+        body<CancelResult>([&](Txn& t, CancelResult* o) { return store.cancel(t, id, o); });
+    ASSERT_TRUE(r.committed()) << r.status;
+  }
+  const std::string bad = keys::ledger("a", T0(), 1);  // a's oldest: the sweep's first
+  ASSERT_TRUE(b.run([&](Txn& t) {
+                 auto v = t.get(bad);
+                 if (!v || v->empty()) return absl::NotFoundError("no ledger record");
+                 (*v)[0] = static_cast<char>((*v)[0] ^ 0x7f);
+                 t.put(bad, *v);
+                 return absl::OkStatus();
+               }).committed());
+  b.clock.advance(PolicyOptions{}.ledger_max_age + absl::Minutes(1));
+  ReapResult first = reap();  // commits (reap() checks it)
+  ASSERT_EQ(first.undecodable.size(), 1u);
+  EXPECT_EQ(first.undecodable[0].job_id, "a");
+  EXPECT_EQ(first.undecodable[0].key, bad);
+  for (int i = 0; i < 3; ++i) reap();
+  EXPECT_TRUE(ledger("c").empty());
+  EXPECT_EQ(job("c").ledger_count, 0u);
+  EXPECT_EQ(b.storage.contents().count(bad), 1u);  // left as it was
+  std::size_t sweep_entries = 0;
+  for (const auto& [k, v] : b.storage.contents())
+    sweep_entries += static_cast<std::uint8_t>(k[0]) == keys::kSweep;
+  EXPECT_EQ(sweep_entries, 1u);  // a's, passed over
+}
+
 TEST_F(PolicyTest, LedgerQueryByTimeRange) {
   JobSpec s = with_overlap(interval_job("a"), OverlapPolicy::kAllow, 100);
   create(s);

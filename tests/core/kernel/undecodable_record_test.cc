@@ -3,7 +3,9 @@
 // record.undecodable once per key (counted in Metrics) and reports itself
 // degraded. Both shapes: a job record that does not decode (passed over in
 // the dispatch scan) and a run record that does not decode while its job is
-// dispatched (the dispatch aborts once; the node then passes the job over).
+// dispatched (the dispatch aborts once; the node then passes the job over);
+// and a run record that does not decode while the run is ready (claims pass
+// it over) or leased (its renewals are refused, the other runs' are not).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -144,6 +146,79 @@ TEST(UndecodableRecord, ARunRecordThatDoesNotDecodeStallsOnlyItsJob) {
   EXPECT_EQ(undecodable_events(w.events, "b"), 1u);
   EXPECT_EQ(w.events.count("record.undecodable"), 1u);
   EXPECT_TRUE(n1.node.health().degraded);
+}
+
+// The key of the one run of `job` the store holds in `state`.
+std::string run_key_of(const NodeWorld& w, std::string_view job, RunState state) {
+  std::string key;
+  for (const RunRecord& r : w.runs())
+    if (r.id.job_id == job && r.state == state) {
+      EXPECT_TRUE(key.empty()) << "more than one " << to_string(state) << " run of " << job;
+      key = keys::run(r.id);
+    }
+  return key;
+}
+
+TEST(UndecodableRecord, AReadyRunThatDoesNotDecodeStallsNoClaim) {
+  NodeWorld w;
+  auto& n1 = w.add_node(node_config("n1", 1), 7);
+  n1.node.start();
+  int created = 0;
+  for (const char* id : {"a", "b", "c"})
+    n1.node.create_job(interval_job(id), [&](auto r) { created += r.ok(); });
+  // No worker yet: the first run of each job (due at 0) waits ready.
+  w.stepper.run(absl::Seconds(70));
+  ASSERT_EQ(created, 3);
+  const std::string bad = run_key_of(w, "b", RunState::kReady);
+  ASSERT_FALSE(bad.empty());
+  corrupt(w.mem, bad);
+  auto& runner = w.add_runner(absl::Seconds(2));
+  w.add_worker(runner, worker_config("w1", {n1.ep->id()}), 9).worker.start();
+  w.stepper.run(absl::Minutes(3));
+  // a and c run once each of their occurrences (1m fell while their first
+  // run waited: skipped by the overlap policy); b's ready run stays as it was.
+  const auto effects = w.sink.by_key();
+  for (const char* id : {"a", "c"})
+    for (int m : {0, 2, 3, 4}) {
+      const std::string key = idempotency_key({id, 1, T0() + absl::Minutes(m)});
+      auto it = effects.find(key);
+      ASSERT_NE(it, effects.end()) << key;
+      EXPECT_EQ(it->second.size(), 1u) << key;
+    }
+  EXPECT_EQ(effects.count(idempotency_key({"b", 1, T0()})), 0u);
+  EXPECT_EQ(w.mem.contents().count(bad), 1u);
+  EXPECT_GE(undecodable_events(w.events, "b"), 1u);
+  EXPECT_TRUE(n1.node.health().degraded);
+  EXPECT_EQ(n1.node.health().failed_txns, 0u);
+}
+
+TEST(UndecodableRecord, ALeasedRunThatDoesNotDecodeFailsNoOtherReport) {
+  NodeWorld w;
+  auto& n1 = w.add_node(node_config("n1", 1), 7);
+  // Runs longer than a lease: each is renewed, in one request for all three.
+  auto& runner = w.add_runner(absl::Seconds(40));
+  w.add_worker(runner, worker_config("w1", {n1.ep->id()}), 9).worker.start();
+  n1.node.start();
+  int created = 0;
+  for (const char* id : {"a", "b", "c"})
+    n1.node.create_job(interval_job(id), [&](auto r) { created += r.ok(); });
+  w.stepper.run(absl::Seconds(65));
+  ASSERT_EQ(created, 3);
+  const std::string bad = run_key_of(w, "b", RunState::kLeased);
+  ASSERT_FALSE(bad.empty());
+  corrupt(w.mem, bad);
+  w.stepper.run(absl::Minutes(2));
+  // a's and c's first runs are renewed past the bad one and succeed once.
+  const auto effects = w.sink.by_key();
+  for (const char* id : {"a", "c"}) {
+    const std::string key = idempotency_key({id, 1, T0() + absl::Minutes(1)});
+    auto it = effects.find(key);
+    ASSERT_NE(it, effects.end()) << key;
+    EXPECT_EQ(it->second.size(), 1u) << key;
+  }
+  EXPECT_EQ(w.events.count("run.lease_lapsed"), 0u);
+  EXPECT_GE(undecodable_events(w.events, "b"), 1u);
+  EXPECT_EQ(n1.node.health().failed_txns, 0u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "sim/scenario/scenario.h"
 #include "sim/world/cluster.h"
@@ -36,6 +37,30 @@ TEST(CorruptRecord, TheFaultLineParsesAndFormatsBack) {
   EXPECT_EQ(
       std::count(std::begin(kAllFaultKinds), std::end(kAllFaultKinds), FaultKind::kCorruptRecord),
       0);
+}
+
+TEST(CorruptRecord, TheRecordKindParsesAndFormatsBack) {
+  for (std::string_view kind : kCorruptibleRecords) {
+    auto s = parse_scenario(
+        "name x\nfault corrupt-record at=1m job=j record=" + std::string(kind) + "\n",
+        "x.scenario");
+    ASSERT_TRUE(s.ok()) << s.status();
+    // The job record is the default: written without record=.
+    EXPECT_EQ(s->faults[0].record, kind == "job" ? "" : std::string(kind));
+    const std::string text = format_scenario(*s);
+    EXPECT_EQ(text.find("record=") != std::string::npos, kind != "job") << text;
+    auto again = parse_scenario(text, "formatted.scenario");
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->faults, s->faults);
+  }
+  auto bad =
+      parse_scenario("name x\nfault corrupt-record at=1m job=j record=lease\n", "x.scenario");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("job, counters, due, run, ledger"), std::string::npos)
+      << bad.status();
+  auto other = parse_scenario("name x\nfault crash at=1m node=worker-1 record=run\n", "x.scenario");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("record="), std::string::npos) << other.status();
 }
 
 TEST(CorruptRecord, TheFaultNeedsAJobAndIsNoSwarmKind) {
