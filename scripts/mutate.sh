@@ -29,8 +29,11 @@
 # kept in the work directory and put back right after the build and by an
 # EXIT/INT/TERM trap; the script refuses to start when a scoped file differs
 # from git's HEAD. Builds run one at a time in a dedicated build directory
-# (default build/mutate, -O1, warnings not fatal: a mutant's warning is not a
-# reason to skip it); each mutant's binary is copied out and its batch runs
+# (default build/mutate, -O1 with the C++ library's assertions,
+# -D_GLIBCXX_ASSERTIONS: an index past a container's end or a read of an empty
+# optional aborts, so such a mutant is killed instead of running on undefined
+# behaviour; warnings not fatal: a mutant's warning is not a reason to skip
+# it); each mutant's binary is copied out and its batch runs
 # in the background, at most --jobs processes (builds included) at once.
 #
 # Usage: scripts/mutate.sh [--list] [--sample FILE] [--random K SEED]
@@ -363,10 +366,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [[ ! -f $build_dir/build.ninja ]]; then
+MUTANT_FLAGS="-O1 -DNDEBUG -D_GLIBCXX_ASSERTIONS"
+if [[ ! -f $build_dir/build.ninja ]] ||
+   ! grep -qxF "CMAKE_CXX_FLAGS_RELEASE:STRING=$MUTANT_FLAGS" "$build_dir/CMakeCache.txt"; then
   mkdir -p "$build_dir"
   printf '#!/bin/sh\nexec "$@" -Wno-error\n' > "$build_dir/cxx-launcher"; chmod +x "$build_dir/cxx-launcher"
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="$MUTANT_FLAGS" \
     -DKAIROS_BENCH=OFF -DKAIROS_TESTS=OFF -DCMAKE_CXX_COMPILER_LAUNCHER="$PWD/$build_dir/cxx-launcher" \
     > "$WORK/log/cmake.log" 2>&1 || { echo "mutate: cmake failed (see $WORK/log/cmake.log)" >&2; exit 2; }
 fi
