@@ -36,7 +36,9 @@ namespace {
 
 // How an attempt ends by a report of `s`, as docs/ARCHITECTURE.md states
 // the worker protocol: the four outcomes end it as themselves; kStopped
-// gives the run back (a release), which these rules leave alone.
+// gives the run back (a release), which these rules leave alone. Written
+// from the docs rather than calling the kernel's attempt_end(), so that a
+// bug there cannot hide behind the rule that judges it.
 std::optional<AttemptEnd> reported_end_of(RunStatus s) {
   switch (s) {
     case RunStatus::kSucceeded:
