@@ -27,6 +27,21 @@ bool undecodable(const absl::Status& s, const std::string& job_id, const std::st
   out.push_back({job_id, key, std::string(s.message())});
   return true;
 }
+
+// renew and complete judge each item alone: when the item's run record does
+// not decode, the item is refused (kUnknownRun, nothing written for it) and
+// reported, and the body goes on with the next one.
+template <typename Verdict>
+bool refused_undecodable_run(const absl::Status& s, const RunId& run, const std::string& key,
+                             std::vector<DispatchResult::Undecodable>& out,
+                             std::vector<Verdict>& verdicts) {
+  if (!undecodable(s, run.job_id, key, out)) return false;
+  Verdict v;
+  v.verdict = WriteVerdict::kUnknownRun;
+  v.reason = absl::StrCat("the record of run ", idempotency_key(run), " does not decode");
+  verdicts.push_back(std::move(v));
+  return true;
+}
 }  // namespace
 
 absl::Status JobStore::reap(Txn& txn, std::uint32_t shard, const LeaderToken& leader,
@@ -307,15 +322,12 @@ absl::Status JobStore::renew(Txn& txn, std::string_view worker, const std::vecto
   KAIROS_CHECK(items.empty() || ttl > absl::ZeroDuration());
   const absl::Time now = txn.now();
   for (const RenewItem& item : items) {
-    RenewVerdict v;
     const std::string run_key = keys::run(item.run);
     auto read_run = read<RunRecord>(txn, run_key, decode_run);
-    if (undecodable(read_run.status(), item.run.job_id, run_key, out->undecodable)) {
-      v.verdict = WriteVerdict::kUnknownRun;
-      v.reason = absl::StrCat("the record of run ", idempotency_key(item.run), " does not decode");
-      out->verdicts.push_back(std::move(v));
+    if (refused_undecodable_run(read_run.status(), item.run, run_key, out->undecodable,
+                                out->verdicts))
       continue;
-    }
+    RenewVerdict v;
     KAIROS_ASSIGN_OR_RETURN(auto run, std::move(read_run));
     if (!run) {
       v.verdict = WriteVerdict::kUnknownRun;
@@ -356,15 +368,12 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
   *out = {};
   const absl::Time now = txn.now();
   for (const CompleteItem& item : items) {
-    CompleteVerdict v;
     const std::string run_key = keys::run(item.run);
     auto read_run = read<RunRecord>(txn, run_key, decode_run);
-    if (undecodable(read_run.status(), item.run.job_id, run_key, out->undecodable)) {
-      v.verdict = WriteVerdict::kUnknownRun;
-      v.reason = absl::StrCat("the record of run ", idempotency_key(item.run), " does not decode");
-      out->verdicts.push_back(std::move(v));
+    if (refused_undecodable_run(read_run.status(), item.run, run_key, out->undecodable,
+                                out->verdicts))
       continue;
-    }
+    CompleteVerdict v;
     KAIROS_ASSIGN_OR_RETURN(auto run, std::move(read_run));
     const bool releasing = item.outcome == RunStatus::kStopped;
     if (!run) {

@@ -53,14 +53,8 @@ namespace kairos::sim {
 
 namespace {
 
-std::string text_of(const Event& e, std::string_view name) {
-  const auto* v = e.find(name);
-  return v != nullptr && std::get_if<std::string>(v) ? std::get<std::string>(*v) : std::string();
-}
-std::uint64_t uint_of(const Event& e, std::string_view name) {
-  const auto* v = e.find(name);
-  return v != nullptr && std::get_if<std::uint64_t>(v) ? std::get<std::uint64_t>(*v) : 0;
-}
+using client_events::text_of;
+using client_events::uint_of;
 std::vector<std::string> split(std::string_view s) {
   std::vector<std::string> out;
   if (s.empty()) return out;

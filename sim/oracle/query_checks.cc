@@ -43,21 +43,11 @@ namespace kairos::sim {
 
 namespace {
 
+using client_events::int_of;
 using client_events::label_text;
 using client_events::parse_label_text;
-
-std::string text_of(const Event& e, std::string_view name) {
-  const auto* v = e.find(name);
-  return v != nullptr && std::get_if<std::string>(v) ? std::get<std::string>(*v) : std::string();
-}
-std::uint64_t uint_of(const Event& e, std::string_view name) {
-  const auto* v = e.find(name);
-  return v != nullptr && std::get_if<std::uint64_t>(v) ? std::get<std::uint64_t>(*v) : 0;
-}
-std::int64_t int_of(const Event& e, std::string_view name) {
-  const auto* v = e.find(name);
-  return v != nullptr && std::get_if<std::int64_t>(v) ? std::get<std::int64_t>(*v) : 0;
-}
+using client_events::text_of;
+using client_events::uint_of;
 
 void add(Findings& out, std::string job, const NodeEvent& e, std::string detail) {
   if (!out.open()) return;

@@ -7,9 +7,12 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+
+#include "core/ports/event_log.h"
 
 namespace kairos::sim::client_events {
 
@@ -91,6 +94,21 @@ inline std::map<std::string, std::string> parse_label_text(std::string_view text
     text.remove_prefix(comma + 1);
   }
   return out;
+}
+
+// A client event's field, as the workload wrote it; empty or 0 when absent or
+// of another type (what the checker reads the events back with).
+inline std::string text_of(const Event& e, std::string_view name) {
+  const auto* v = e.find(name);
+  return v != nullptr && std::get_if<std::string>(v) ? std::get<std::string>(*v) : std::string();
+}
+inline std::uint64_t uint_of(const Event& e, std::string_view name) {
+  const auto* v = e.find(name);
+  return v != nullptr && std::get_if<std::uint64_t>(v) ? std::get<std::uint64_t>(*v) : 0;
+}
+inline std::int64_t int_of(const Event& e, std::string_view name) {
+  const auto* v = e.find(name);
+  return v != nullptr && std::get_if<std::int64_t>(v) ? std::get<std::int64_t>(*v) : 0;
 }
 
 // Whether `kind` is in kAllClientEventKinds.
