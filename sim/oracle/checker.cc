@@ -554,6 +554,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kCorruptionContained, corruption_contained},
     {inv::kRunsRecordReports, runs_record_reports},
     {inv::kReportVerdictsTruthful, report_verdicts_truthful},
+    {inv::kReportEventsTruthful, report_events_truthful},
     {inv::kLedgerOneOutcome, ledger_one_outcome},
     {inv::kAttemptsBounded, attempts_bounded},
     {inv::kRetryBackoff, retry_backoff},

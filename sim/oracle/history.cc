@@ -99,6 +99,14 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
         idempotency_key(RunId{std::get<std::string>(*job), std::get<std::uint64_t>(*inc),
                               std::get<absl::Time>(*nominal)}));
     r.token = std::get<std::uint64_t>(*token);
+    r.kind = e.kind == event_kinds::kWorkerReportAccepted   ? ReportSettledFact::Kind::kAccepted
+             : e.kind == event_kinds::kWorkerReportRejected ? ReportSettledFact::Kind::kRejected
+             : e.kind == event_kinds::kWorkerReportDropped  ? ReportSettledFact::Kind::kDropped
+                                                            : ReportSettledFact::Kind::kAbandoned;
+    if (const auto* reason = e.find("reason"); reason && std::get_if<std::string>(reason)) {
+      r.has_reason = true;
+      r.reason = strings_.id(std::get<std::string>(*reason));
+    }
     r.at = at;
     settled_.push_back(r);
     return;
@@ -238,6 +246,7 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       if (rec->run_nominal != absl::InfinitePast()) l.run_nominal = rec->run_nominal;
       l.fire_at = rec->fire_at;
       l.store_us = store_us;
+      l.detail = strings_.id(rec->detail);
       ledger_.push_back(l);
       LedgerOp o;
       o.commit = commit.index;

@@ -105,6 +105,7 @@ struct ReportFact {
   std::uint32_t detail = 0;  // interned (the whole detail the worker sent)
   bool answered = false;
   WriteVerdict verdict = WriteVerdict::kAccepted;  // answered only
+  std::uint32_t reason = 0;                        // interned; answered only (empty: none)
   NodeId worker = kWorldNode;
   absl::Time at;  // true time of the send or the handling
 };
@@ -150,6 +151,7 @@ struct LedgerFact {
   // time of the commit that wrote it.
   absl::Time fire_at = absl::InfinitePast();
   std::int64_t store_us = 0;
+  std::uint32_t detail = 0;  // interned
 };
 
 // One write of a ledger record (H|id|nominal|incarnation), put or erased, in
@@ -226,8 +228,13 @@ struct StopFact {
 // "_dropped", "_abandoned"): the node answered it definitely, or the worker
 // gave it up (its lease lost or past its deadline, or its retries spent).
 struct ReportSettledFact {
+  enum class Kind : std::uint8_t { kAccepted, kRejected, kDropped, kAbandoned };
+  Kind kind = Kind::kAccepted;
   std::uint32_t run = 0;  // interned idempotency key
   std::uint64_t token = 0;
+  // The event's "reason" field, interned (kinds that carry one).
+  bool has_reason = false;
+  std::uint32_t reason = 0;
   absl::Time at;  // true time
 };
 

@@ -36,6 +36,7 @@ inline constexpr std::string_view kCorruptionContained = "corruption-contained";
 // The report rules (sim/oracle/report_checks.cc).
 inline constexpr std::string_view kRunsRecordReports = "runs-record-reports";
 inline constexpr std::string_view kReportVerdictsTruthful = "report-verdicts-truthful";
+inline constexpr std::string_view kReportEventsTruthful = "report-events-truthful";
 // The policy invariants (sim/oracle/policy_checks.cc).
 inline constexpr std::string_view kLedgerOneOutcome = "ledger-one-outcome";
 inline constexpr std::string_view kAttemptsBounded = "attempts-bounded";
@@ -121,6 +122,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kReportVerdictsTruthful,
                   "(12) once the store applied a report, no copy of it is answered refused while "
                   "the run still stands as that report left it"},
+    InvariantInfo{inv::kReportEventsTruthful,
+                  "(13) a worker's report_accepted / report_rejected event states the verdict, "
+                  "and a refusal's reason, of the answer its process handled"},
     InvariantInfo{inv::kLedgerOneOutcome,
                   "(P1) every occurrence that became due has exactly one ledger outcome"},
     InvariantInfo{inv::kAttemptsBounded,

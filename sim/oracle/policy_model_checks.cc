@@ -15,9 +15,12 @@
 // is decided when the spacing is over, is part of catch-up-bounded in
 // sim/oracle/policy_checks.cc, next to the lower side.)
 #include <algorithm>
+#include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -107,6 +110,30 @@ std::set<std::uint32_t> corrupted_jobs(const History& h) {
   return out;
 }
 
+// The counts a `skipped_overlap` record's detail states, as docs/POLICIES.md
+// ("Overlap") words it: "overlap POLICY: A unfinished, W waiting", for the
+// policy named; nullopt when the detail does not say that.
+std::optional<std::pair<std::int64_t, std::int64_t>> skip_detail_counts(std::string_view detail,
+                                                                        std::string_view policy) {
+  const std::string prefix = absl::StrCat("overlap ", absl_sv(policy), ": ");
+  constexpr std::string_view kMid = " unfinished, ", kEnd = " waiting";
+  if (!detail.starts_with(prefix) || !detail.ends_with(kEnd)) return std::nullopt;
+  detail.remove_prefix(prefix.size());
+  detail.remove_suffix(kEnd.size());
+  const std::size_t mid = detail.find(kMid);
+  if (mid == std::string_view::npos) return std::nullopt;
+  auto number = [](std::string_view text) -> std::optional<std::int64_t> {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    return v;
+  };
+  const auto a = number(detail.substr(0, mid));
+  const auto w = number(detail.substr(mid + kMid.size()));
+  if (!a || !w) return std::nullopt;
+  return std::pair{*a, *w};
+}
+
 }  // namespace
 
 // P8: the overlap policy as docs/POLICIES.md ("Overlap") states it, from
@@ -123,6 +150,9 @@ std::set<std::uint32_t> corrupted_jobs(const History& h) {
 // before the deciding commit and just after it (one commit may create a run
 // and then refuse a later occurrence); the rule holds if either count
 // justifies the refusal, so it never depends on the order inside a commit.
+// The refusal's record says why: its detail names the job's policy and the
+// counts the decision saw ("overlap skip: 1 unfinished, 0 waiting"), each
+// within those two counts.
 void overlap_reaches_limit(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
@@ -141,6 +171,22 @@ void overlap_reaches_limit(const History& h, const Replay& r, Findings& out) {
     const OpenAround o = open.around(k, l->commit);
     const std::int64_t active = std::max(o.active_before, o.active_after);
     const std::int64_t waiting = std::max(o.waiting_before, o.waiting_after);
+    // The record says why, in the words of the policy that decided and with
+    // the counts the decision saw.
+    const std::string& detail = names.name(l->detail);
+    const std::optional<std::pair<std::int64_t, std::int64_t>> said =
+        skip_detail_counts(detail, overlap_text(p.overlap));
+    if (!said || said->first < std::min(o.active_before, o.active_after) || said->first > active ||
+        said->second < std::min(o.waiting_before, o.waiting_after) || said->second > waiting) {
+      finding(
+          k, "",
+          absl::StrCat("occurrence ", time_text(l->from), " was recorded skipped_overlap (commit #",
+                       l->commit, ") with detail '", detail, "'; the job's policy is overlap ",
+                       overlap_text(p.overlap), " and incarnation ", k.second, " had ",
+                       o.active_before, "..", o.active_after, " active and ", o.waiting_before,
+                       "..", o.waiting_after, " waiting unfinished runs"));
+      continue;
+    }
     bool justified = false;
     switch (p.overlap) {
       case OverlapPolicy::kSkip:

@@ -201,6 +201,7 @@ std::string fact_text(const History& h, const RunFact& f);
 // The report rules (sim/oracle/report_checks.cc).
 void runs_record_reports(const History& h, const Replay& r, Findings& out);
 void report_verdicts_truthful(const History& h, const Replay& r, Findings& out);
+void report_events_truthful(const History& h, const Replay& r, Findings& out);
 // The policy invariants (sim/oracle/policy_checks.cc), rules over
 // Replay::policy.
 void ledger_one_outcome(const History& h, const Replay& r, Findings& out);

@@ -18,11 +18,20 @@
 // that report left it (no later write of the run record). The copy was
 // applied already; telling the worker "stale token" reports a fencing that
 // never happened.
+//
+// (13) A worker's log states each verdict as the node gave it: a
+// `worker.report_accepted` event of (run, token) stands for an answer its
+// process handled at that instant that accepted the report, and carries no
+// reason; a `worker.report_rejected` event for one that refused it, with the
+// answer's reason. An operator reads off these lines which reports were
+// fenced and why (docs/OPERATIONS.md); a line that names the wrong verdict
+// or reason sends them after a failure that did not happen.
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -172,6 +181,44 @@ void report_verdicts_truthful(const History& h, const Replay& r, Findings& out) 
       out.add(std::move(v));
       break;
     }
+  }
+}
+
+void report_events_truthful(const History& h, const Replay&, Findings& out) {
+  if (h.reports == nullptr || h.facts == nullptr || h.node_names == nullptr) return;
+  const Interner& names = h.facts->strings();
+  using AnswerKey = std::tuple<std::uint32_t, std::uint64_t, absl::Time>;  // run, token, instant
+  std::multimap<AnswerKey, const ReportFact*> answers;
+  for (const ReportFact& f : *h.reports)
+    if (f.answered) answers.emplace(AnswerKey{f.run, f.token, f.at}, &f);
+  for (const ReportSettledFact& s : h.facts->settled()) {
+    if (!out.open()) return;
+    const bool accepted = s.kind == ReportSettledFact::Kind::kAccepted;
+    if (!accepted && s.kind != ReportSettledFact::Kind::kRejected) continue;
+    auto [lo, hi] = answers.equal_range(AnswerKey{s.run, s.token, s.at});
+    bool matched = false;
+    for (auto it = lo; it != hi && !matched; ++it) {
+      const ReportFact& a = *it->second;
+      matched = accepted ? a.verdict == WriteVerdict::kAccepted && !s.has_reason
+                         : a.verdict != WriteVerdict::kAccepted && s.has_reason &&
+                               names.name(s.reason) == names.name(a.reason);
+    }
+    if (matched) continue;
+    Violation v;
+    v.run = names.name(s.run);
+    v.detail = absl::StrCat("a worker logged ",
+                            accepted ? "worker.report_accepted" : "worker.report_rejected",
+                            " for token ", s.token, " at ", time_text(s.at),
+                            s.has_reason ? absl::StrCat(" with reason '", names.name(s.reason), "'")
+                                         : std::string(" with no reason"),
+                            ", which no answer it handled then says");
+    for (auto it = lo; it != hi; ++it) {
+      const ReportFact& a = *it->second;
+      v.evidence.push_back(absl::StrCat(report_text(h, a), " reason '", names.name(a.reason), "'"));
+    }
+    if (lo == hi)
+      v.evidence.push_back("no answer to a report of that run and token was handled then");
+    out.add(std::move(v));
   }
 }
 

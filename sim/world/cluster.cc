@@ -175,7 +175,10 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
           f.exit_code = item.exit_code;
           f.detail = facts_.strings().id(item.detail);
           f.answered = answer != nullptr;
-          if (answer != nullptr) f.verdict = answer->verdict;
+          if (answer != nullptr) {
+            f.verdict = answer->verdict;
+            f.reason = facts_.strings().id(answer->reason);
+          }
           f.worker = w;
           f.at = world_.now();
           reports_.push_back(f);

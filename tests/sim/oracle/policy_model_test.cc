@@ -80,7 +80,18 @@ LedgerRecord record(absl::Time nominal, LedgerOutcome outcome) {
 
 // `active` runs of job j are unfinished (created at 1s, 2s, ...), then at
 // 30s the occurrence due at 30s is recorded skipped_overlap.
-ModelHist overlap_refusal(OverlapPolicy policy, int active, int waiting = 0) {
+// The detail dispatch writes on a skipped_overlap record (docs/POLICIES.md).
+std::string skip_detail(std::string_view policy, int active, int waiting) {
+  return std::string("overlap ") + std::string(policy) + ": " + std::to_string(active) +
+         " unfinished, " + std::to_string(waiting) + " waiting";
+}
+
+std::string_view policy_name(OverlapPolicy p) {
+  return p == OverlapPolicy::kSkip ? "skip" : p == OverlapPolicy::kQueue ? "queue" : "allow";
+}
+
+ModelHist overlap_refusal(OverlapPolicy policy, int active, int waiting = 0,
+                          std::optional<std::string> detail = std::nullopt) {
   ModelHist x;
   ClientJob& j = x.job("j");
   j.policy.overlap = policy;
@@ -90,8 +101,9 @@ ModelHist overlap_refusal(OverlapPolicy policy, int active, int waiting = 0) {
     if (i > active) r.state = RunState::kWaiting;
     x.commit(absl::Seconds(i), kLeader, r);
   }
-  x.commit_ops(absl::Seconds(30), kLeader,
-               {Hist::put("j", record(x.at(absl::Seconds(30)), LedgerOutcome::kSkippedOverlap))});
+  LedgerRecord l = record(x.at(absl::Seconds(30)), LedgerOutcome::kSkippedOverlap);
+  l.detail = detail.value_or(skip_detail(policy_name(policy), active, waiting));
+  x.commit_ops(absl::Seconds(30), kLeader, {Hist::put("j", l)});
   return x;
 }
 
@@ -115,11 +127,29 @@ TEST(PolicyModel, ARefusalJustifiedByARunCreatedInTheSameCommitIsNot) {
   // count after the commit justifies it.
   ModelHist x;
   x.job("j");
-  x.commit_ops(absl::Seconds(31), kLeader,
-               {Hist::put(ready_run("j", x.at(absl::Seconds(30)))),
-                Hist::put("j", record(x.at(absl::Seconds(30)), LedgerOutcome::kFired)),
-                Hist::put("j", record(x.at(absl::Seconds(31)), LedgerOutcome::kSkippedOverlap))});
+  x.commit_ops(
+      absl::Seconds(31), kLeader,
+      {Hist::put(ready_run("j", x.at(absl::Seconds(30)))),
+       Hist::put("j", record(x.at(absl::Seconds(30)), LedgerOutcome::kFired)), Hist::put("j", [&] {
+         LedgerRecord l = record(x.at(absl::Seconds(31)), LedgerOutcome::kSkippedOverlap);
+         l.detail = skip_detail("skip", 1, 0);
+         return l;
+       }())});
   EXPECT_FALSE(x.fires("overlap-reaches-limit"));
+}
+
+TEST(PolicyModel, ARefusalsDetailNamesTheJobsPolicyAndWhatItCounted) {
+  EXPECT_FALSE(overlap_refusal(OverlapPolicy::kQueue, 1, 1).fires("overlap-reaches-limit"));
+  // Another policy's name, counts the decision cannot have seen, no detail.
+  EXPECT_TRUE(overlap_refusal(OverlapPolicy::kQueue, 1, 1, skip_detail("allow", 1, 1))
+                  .fires("overlap-reaches-limit"));
+  EXPECT_TRUE(overlap_refusal(OverlapPolicy::kAllow, 3, 0, skip_detail("allow", 2, 0))
+                  .fires("overlap-reaches-limit"));
+  EXPECT_TRUE(overlap_refusal(OverlapPolicy::kQueue, 1, 1, skip_detail("queue", 1, 0))
+                  .fires("overlap-reaches-limit"));
+  EXPECT_TRUE(overlap_refusal(OverlapPolicy::kSkip, 1, 0, "").fires("overlap-reaches-limit"));
+  EXPECT_TRUE(overlap_refusal(OverlapPolicy::kSkip, 1, 0, "overlap skip: 1 unfinished")
+                  .fires("overlap-reaches-limit"));
 }
 
 TEST(PolicyModel, QueueCreatingAWaitingRunWithNothingActiveIsAViolation) {

@@ -6,12 +6,16 @@
 // `report-verdicts-truthful` fires when a copy of an applied report is
 // answered refused while the run still stands as the report left it, and
 // stays quiet once the run was written again, before the report applied and
-// on an accepted copy.
+// on an accepted copy; `report-events-truthful` fires when a worker's
+// report_accepted / report_rejected event names a verdict or reason no
+// answer it handled at that instant gave, and stays quiet on faithful lines.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/kernel/event_kinds.h"
 #include "tests/support/history_builder.h"
 
 namespace kairos::sim {
@@ -25,6 +29,7 @@ constexpr NodeId kNode = 1;
 constexpr NodeId kWorker = 3;
 constexpr std::string_view kRecord = "runs-record-reports";
 constexpr std::string_view kTruthful = "report-verdicts-truthful";
+constexpr std::string_view kEvents = "report-events-truthful";
 
 struct ReportHist : Hist {
   RunRecord r;
@@ -39,7 +44,7 @@ struct ReportHist : Hist {
   }
   // The worker's report of token 1 (sent), or an answer to a copy of it.
   void report(absl::Duration at, RunStatus outcome, std::int32_t exit, const std::string& detail,
-              std::optional<WriteVerdict> answer = std::nullopt) {
+              std::optional<WriteVerdict> answer = std::nullopt, const std::string& reason = "") {
     ReportFact f;
     f.run = facts.strings().id(idempotency_key(r.id));
     f.token = 1;
@@ -48,6 +53,7 @@ struct ReportHist : Hist {
     f.detail = facts.strings().id(detail);
     f.answered = answer.has_value();
     if (answer) f.verdict = *answer;
+    f.reason = facts.strings().id(reason);
     f.worker = kWorker;
     f.at = t0 + at;
     reports.push_back(f);
@@ -71,6 +77,17 @@ struct ReportHist : Hist {
       r.state = outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed;
     }
     commit(at, kNode, r);
+  }
+  // The worker's event settling its report of token 1 at t0 + `at`.
+  void settled(absl::Duration at, std::string_view kind, std::optional<std::string> reason) {
+    Event e;
+    e.kind = kind;
+    e.with("job", r.id.job_id)
+        .with("incarnation", r.id.incarnation)
+        .with("nominal", r.id.nominal)
+        .with("token", std::uint64_t{1});
+    if (reason) e.with("reason", *reason);
+    facts.observe_event(e, t0 + at);
   }
   std::set<std::string> fired() const {
     History h = history();
@@ -168,6 +185,57 @@ TEST(ReportChecks, ARefusedCopyOfAnAppliedReportIsAViolationUntilTheRunMovesOn) 
   before.close(absl::Seconds(12) + absl::Milliseconds(5), AttemptEnd::kFailed, RunStatus::kFailed,
                1, "boom", true);
   EXPECT_EQ(before.fired().count(std::string(kTruthful)), 0u);
+}
+
+TEST(ReportChecks, WorkerEventsStateTheVerdictAndReasonTheyWereGiven) {
+  const absl::Duration at = absl::Seconds(12) + absl::Milliseconds(5);
+  auto answered = [&](WriteVerdict v, const std::string& reason) {
+    ReportHist h;
+    h.report(absl::Seconds(12), RunStatus::kSucceeded, 0, "ok");
+    h.report(at, RunStatus::kSucceeded, 0, "ok", v, reason);
+    return h;
+  };
+  ReportHist accepted = answered(WriteVerdict::kAccepted, "");
+  accepted.settled(at, event_kinds::kWorkerReportAccepted, std::nullopt);
+  EXPECT_EQ(accepted.fired().count(std::string(kEvents)), 0u);
+
+  ReportHist rejected = answered(WriteVerdict::kStaleToken, "stale token: run re-granted");
+  rejected.settled(at, event_kinds::kWorkerReportRejected,
+                   std::string("stale token: run re-granted"));
+  EXPECT_EQ(rejected.fired().count(std::string(kEvents)), 0u);
+
+  // Dropped and abandoned reports had no answer: nothing to compare.
+  ReportHist dropped;
+  dropped.report(absl::Seconds(12), RunStatus::kSucceeded, 0, "ok");
+  dropped.settled(at, event_kinds::kWorkerReportDropped, std::string("lease lost"));
+  EXPECT_EQ(dropped.fired().count(std::string(kEvents)), 0u);
+
+  // An accepted report logged with a (refusal's) reason.
+  ReportHist with_reason = answered(WriteVerdict::kAccepted, "");
+  with_reason.settled(at, event_kinds::kWorkerReportAccepted, std::string(""));
+  EXPECT_EQ(with_reason.fired().count(std::string(kEvents)), 1u);
+
+  // A refusal logged without its reason, or with another one.
+  ReportHist no_reason = answered(WriteVerdict::kStaleToken, "stale token");
+  no_reason.settled(at, event_kinds::kWorkerReportRejected, std::nullopt);
+  EXPECT_EQ(no_reason.fired().count(std::string(kEvents)), 1u);
+  ReportHist other = answered(WriteVerdict::kNotLeased, "not leased");
+  other.settled(at, event_kinds::kWorkerReportRejected, std::string("stale token"));
+  EXPECT_EQ(other.fired().count(std::string(kEvents)), 1u);
+
+  // The wrong verdict: refused but logged accepted, accepted but logged rejected.
+  ReportHist flipped = answered(WriteVerdict::kStaleToken, "stale token");
+  flipped.settled(at, event_kinds::kWorkerReportAccepted, std::nullopt);
+  EXPECT_EQ(flipped.fired().count(std::string(kEvents)), 1u);
+  ReportHist flipped_back = answered(WriteVerdict::kAccepted, "");
+  flipped_back.settled(at, event_kinds::kWorkerReportRejected, std::string(""));
+  EXPECT_EQ(flipped_back.fired().count(std::string(kEvents)), 1u);
+
+  // A verdict logged with no answer handled at that instant.
+  ReportHist unanswered;
+  unanswered.report(absl::Seconds(12), RunStatus::kSucceeded, 0, "ok");
+  unanswered.settled(at, event_kinds::kWorkerReportAccepted, std::nullopt);
+  EXPECT_EQ(unanswered.fired().count(std::string(kEvents)), 1u);
 }
 
 }  // namespace
