@@ -555,6 +555,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kRunsRecordReports, runs_record_reports},
     {inv::kReportVerdictsTruthful, report_verdicts_truthful},
     {inv::kReportEventsTruthful, report_events_truthful},
+    {inv::kReportsAbandonedUnanswered, reports_abandoned_unanswered},
     {inv::kLedgerOneOutcome, ledger_one_outcome},
     {inv::kAttemptsBounded, attempts_bounded},
     {inv::kRetryBackoff, retry_backoff},

@@ -104,7 +104,10 @@ struct ReportFact {
   std::int32_t exit_code = 0;
   std::uint32_t detail = 0;  // interned (the whole detail the worker sent)
   bool answered = false;
-  WriteVerdict verdict = WriteVerdict::kAccepted;  // answered only
+  // Answered with an error message (the node could not decide): no verdict.
+  bool error = false;
+  std::uint64_t request = 0;  // the id of the request that carried it (a worker's own)
+  WriteVerdict verdict = WriteVerdict::kAccepted;  // answered, not error, only
   std::uint32_t reason = 0;                        // interned; answered only (empty: none)
   NodeId worker = kWorldNode;
   absl::Time at;  // true time of the send or the handling

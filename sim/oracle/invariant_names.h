@@ -37,6 +37,7 @@ inline constexpr std::string_view kCorruptionContained = "corruption-contained";
 inline constexpr std::string_view kRunsRecordReports = "runs-record-reports";
 inline constexpr std::string_view kReportVerdictsTruthful = "report-verdicts-truthful";
 inline constexpr std::string_view kReportEventsTruthful = "report-events-truthful";
+inline constexpr std::string_view kReportsAbandonedUnanswered = "reports-abandoned-unanswered";
 // The policy invariants (sim/oracle/policy_checks.cc).
 inline constexpr std::string_view kLedgerOneOutcome = "ledger-one-outcome";
 inline constexpr std::string_view kAttemptsBounded = "attempts-bounded";
@@ -125,6 +126,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kReportEventsTruthful,
                   "(13) a worker's report_accepted / report_rejected event states the verdict, "
                   "and a refusal's reason, of the answer its process handled"},
+    InvariantInfo{inv::kReportsAbandonedUnanswered,
+                  "(14) a worker abandons a report only when no answer, verdict or error, "
+                  "reached its last send of it"},
     InvariantInfo{inv::kLedgerOneOutcome,
                   "(P1) every occurrence that became due has exactly one ledger outcome"},
     InvariantInfo{inv::kAttemptsBounded,

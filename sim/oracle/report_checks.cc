@@ -26,6 +26,14 @@
 // answer's reason. An operator reads off these lines which reports were
 // fenced and why (docs/OPERATIONS.md); a line that names the wrong verdict
 // or reason sends them after a failure that did not happen.
+//
+// (14) A worker gives a report up only when the node stopped answering:
+// a `worker.report_abandoned` of (run, token) follows a last send of that
+// report which no answer reached before the abandon -- neither a verdict
+// nor an error message. An error means the node is there but could not
+// decide (its store was unavailable, say); the report is retried, since
+// giving it up makes the run lapse and run again (docs/ARCHITECTURE.md,
+// "Wire protocol").
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -89,11 +97,13 @@ std::vector<Closing> closings(const History& h, const Replay& r) {
 
 std::string report_text(const History& h, const ReportFact& f) {
   const Interner& names = h.facts->strings();
-  return absl::StrCat(
-      f.answered ? "answer handled by " : "report sent by ", (*h.node_names)[f.worker], " at ",
-      time_text(f.at), ": token ", f.token, " ", absl_sv(to_string(f.outcome)), " exit ",
-      f.exit_code, " detail '", names.name(f.detail), "'",
-      f.answered ? absl::StrCat(" -> ", absl_sv(to_string(f.verdict))) : std::string());
+  return absl::StrCat(f.answered ? "answer handled by " : "report sent by ",
+                      (*h.node_names)[f.worker], " at ", time_text(f.at), ": token ", f.token, " ",
+                      absl_sv(to_string(f.outcome)), " exit ", f.exit_code, " detail '",
+                      names.name(f.detail), "'",
+                      !f.answered ? std::string()
+                      : f.error   ? std::string(" -> an error message")
+                                  : absl::StrCat(" -> ", absl_sv(to_string(f.verdict))));
 }
 
 }  // namespace
@@ -155,7 +165,8 @@ void report_verdicts_truthful(const History& h, const Replay& r, Findings& out) 
   for (auto& [run, times] : writes) std::sort(times.begin(), times.end());
   std::map<RunToken, std::vector<const ReportFact*>> refused;
   for (const ReportFact& f : *h.reports)
-    if (f.answered && f.verdict != WriteVerdict::kAccepted) refused[{f.run, f.token}].push_back(&f);
+    if (f.answered && !f.error && f.verdict != WriteVerdict::kAccepted)
+      refused[{f.run, f.token}].push_back(&f);
   if (refused.empty()) return;
   for (const Closing& c : closings(h, r)) {
     if (!out.open()) return;
@@ -190,7 +201,7 @@ void report_events_truthful(const History& h, const Replay&, Findings& out) {
   using AnswerKey = std::tuple<std::uint32_t, std::uint64_t, absl::Time>;  // run, token, instant
   std::multimap<AnswerKey, const ReportFact*> answers;
   for (const ReportFact& f : *h.reports)
-    if (f.answered) answers.emplace(AnswerKey{f.run, f.token, f.at}, &f);
+    if (f.answered && !f.error) answers.emplace(AnswerKey{f.run, f.token, f.at}, &f);
   for (const ReportSettledFact& s : h.facts->settled()) {
     if (!out.open()) return;
     const bool accepted = s.kind == ReportSettledFact::Kind::kAccepted;
@@ -219,6 +230,40 @@ void report_events_truthful(const History& h, const Replay&, Findings& out) {
     if (lo == hi)
       v.evidence.push_back("no answer to a report of that run and token was handled then");
     out.add(std::move(v));
+  }
+}
+
+void reports_abandoned_unanswered(const History& h, const Replay&, Findings& out) {
+  if (h.reports == nullptr || h.facts == nullptr || h.node_names == nullptr) return;
+  const Interner& names = h.facts->strings();
+  std::map<RunToken, std::vector<const ReportFact*>> by_report;  // in true-time order
+  for (const ReportFact& f : *h.reports) by_report[{f.run, f.token}].push_back(&f);
+  for (const ReportSettledFact& s : h.facts->settled()) {
+    if (!out.open()) return;
+    if (s.kind != ReportSettledFact::Kind::kAbandoned) continue;
+    auto it = by_report.find({s.run, s.token});
+    if (it == by_report.end()) continue;
+    const ReportFact* last_send = nullptr;
+    for (const ReportFact* f : it->second)
+      if (!f->answered && f->at <= s.at) last_send = f;
+    if (last_send == nullptr) continue;
+    for (const ReportFact* f : it->second) {
+      // An answer to the last send's own request: an answer to an earlier
+      // send of the report (a copy the network kept) tells nothing now.
+      if (!f->answered || f->worker != last_send->worker || f->request != last_send->request ||
+          f->at < last_send->at || f->at >= s.at)
+        continue;
+      Violation v;
+      v.run = names.name(s.run);
+      v.detail =
+          absl::StrCat("a worker gave up its report of token ", s.token, " at ", time_text(s.at),
+                       " although its last send (", time_text(last_send->at), ") was answered at ",
+                       time_text(f->at), ": an answered report is retried, not abandoned");
+      v.evidence.push_back(report_text(h, *last_send));
+      v.evidence.push_back(report_text(h, *f));
+      out.add(std::move(v));
+      break;
+    }
   }
 }
 

@@ -167,14 +167,17 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
           refusals_.push_back({facts_.strings().id(idempotency_key(run)), token, w, world_.now(),
                                sent_at, sent, local});
         },
-        [this, w](const CompleteItem& item, const wire::WireVerdict* answer) {
+        [this, w](const CompleteItem& item, const wire::WireVerdict* answer, bool error,
+                  std::uint64_t request) {
           ReportFact f;
           f.run = facts_.strings().id(idempotency_key(item.run));
           f.token = item.token;
           f.outcome = item.outcome;
           f.exit_code = item.exit_code;
           f.detail = facts_.strings().id(item.detail);
-          f.answered = answer != nullptr;
+          f.answered = answer != nullptr || error;
+          f.error = error;
+          f.request = request;
           if (answer != nullptr) {
             f.verdict = answer->verdict;
             f.reason = facts_.strings().id(answer->reason);

@@ -51,9 +51,12 @@ class LeaseTap final : public Transport {
   using RefusalObserver = std::function<void(const RunId&, std::uint64_t token, absl::Time sent_at,
                                              absl::Time sent, absl::Time local)>;
 
-  // A report as the worker sent it (answer null), or the verdict of the
-  // first answer to it as the worker handles it.
-  using ReportObserver = std::function<void(const CompleteItem&, const wire::WireVerdict* answer)>;
+  // A report as the worker sent it (answer null, error false), the verdict
+  // of the first answer to it as the worker handles it, or (error true) an
+  // error message answering the request that carried it; with the id of
+  // that request.
+  using ReportObserver = std::function<void(const CompleteItem&, const wire::WireVerdict* answer,
+                                            bool error, std::uint64_t request)>;
 
   LeaseTap(const World& world, Transport& inner, const SimClock& clock, RefusalObserver on_refusal,
            ReportObserver on_report);
@@ -86,7 +89,7 @@ class LeaseTap final : public Transport {
   std::map<std::uint64_t, Renewal> renewals_;
   std::map<std::uint64_t, std::vector<CompleteItem>> completes_;  // by request id
   void answered(const std::vector<CompleteItem>& items,
-                const std::vector<wire::WireVerdict>& results) const;
+                const std::vector<wire::WireVerdict>& results, std::uint64_t request) const;
   std::vector<Grant> handling_;  // the claim answer being handled
 };
 

@@ -8,7 +8,10 @@
 // stays quiet once the run was written again, before the report applied and
 // on an accepted copy; `report-events-truthful` fires when a worker's
 // report_accepted / report_rejected event names a verdict or reason no
-// answer it handled at that instant gave, and stays quiet on faithful lines.
+// answer it handled at that instant gave, and stays quiet on faithful lines;
+// `reports-abandoned-unanswered` fires when a report is given up although
+// an answer (an error included) reached its last send, and stays quiet when
+// none did.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -30,6 +33,7 @@ constexpr NodeId kWorker = 3;
 constexpr std::string_view kRecord = "runs-record-reports";
 constexpr std::string_view kTruthful = "report-verdicts-truthful";
 constexpr std::string_view kEvents = "report-events-truthful";
+constexpr std::string_view kAbandoned = "reports-abandoned-unanswered";
 
 struct ReportHist : Hist {
   RunRecord r;
@@ -77,6 +81,12 @@ struct ReportHist : Hist {
       r.state = outcome == RunStatus::kSucceeded ? RunState::kSucceeded : RunState::kFailed;
     }
     commit(at, kNode, r);
+  }
+  // An error message answering the request that carried the report.
+  void error_answer(absl::Duration at) {
+    report(at, RunStatus::kSucceeded, 0, "ok");
+    reports.back().answered = true;
+    reports.back().error = true;
   }
   // The worker's event settling its report of token 1 at t0 + `at`.
   void settled(absl::Duration at, std::string_view kind, std::optional<std::string> reason) {
@@ -236,6 +246,58 @@ TEST(ReportChecks, WorkerEventsStateTheVerdictAndReasonTheyWereGiven) {
   unanswered.report(absl::Seconds(12), RunStatus::kSucceeded, 0, "ok");
   unanswered.settled(at, event_kinds::kWorkerReportAccepted, std::nullopt);
   EXPECT_EQ(unanswered.fired().count(std::string(kEvents)), 1u);
+}
+
+TEST(ReportChecks, AReportIsAbandonedOnlyWhenItsLastSendWentUnanswered) {
+  auto sent = [] {
+    ReportHist h;
+    h.report(absl::Seconds(12), RunStatus::kSucceeded, 0, "ok");
+    return h;
+  };
+  const std::optional<std::string> none;
+  ReportHist unanswered = sent();
+  unanswered.settled(absl::Seconds(13), event_kinds::kWorkerReportAbandoned, none);
+  EXPECT_EQ(unanswered.fired().count(std::string(kAbandoned)), 0u);
+
+  // The node answered with an error: the worker must try again.
+  ReportHist error = sent();
+  error.error_answer(absl::Seconds(12) + absl::Milliseconds(300));
+  error.settled(absl::Seconds(13), event_kinds::kWorkerReportAbandoned, none);
+  EXPECT_EQ(error.fired().count(std::string(kAbandoned)), 1u);
+
+  // An error to an earlier send, then a send nothing answered.
+  ReportHist retried = sent();
+  retried.error_answer(absl::Seconds(12) + absl::Milliseconds(300));
+  retried.report(absl::Seconds(14), RunStatus::kSucceeded, 0, "ok");
+  retried.settled(absl::Seconds(15), event_kinds::kWorkerReportAbandoned, none);
+  EXPECT_EQ(retried.fired().count(std::string(kAbandoned)), 0u);
+
+  // A late answer to an earlier send (the network kept a copy of it) says
+  // nothing about the last one.
+  ReportHist late = sent();
+  late.reports.back().request = 1;
+  late.report(absl::Seconds(14), RunStatus::kSucceeded, 0, "ok");
+  late.reports.back().request = 2;
+  late.error_answer(absl::Seconds(14) + absl::Milliseconds(300));
+  late.reports.back().request = 1;
+  late.settled(absl::Seconds(15), event_kinds::kWorkerReportAbandoned, none);
+  EXPECT_EQ(late.fired().count(std::string(kAbandoned)), 0u);
+  late.error_answer(absl::Seconds(14) + absl::Milliseconds(400));
+  late.reports.back().request = 2;
+  EXPECT_EQ(late.fired().count(std::string(kAbandoned)), 1u);
+
+  // An answer handled at the abandon's own instant may have come after it.
+  ReportHist tie = sent();
+  tie.error_answer(absl::Seconds(13));
+  tie.settled(absl::Seconds(13), event_kinds::kWorkerReportAbandoned, none);
+  EXPECT_EQ(tie.fired().count(std::string(kAbandoned)), 0u);
+
+  // An error answer is not a verdict: no worker event may claim one from it.
+  ReportHist logged = sent();
+  logged.error_answer(absl::Seconds(12) + absl::Milliseconds(300));
+  logged.settled(absl::Seconds(12) + absl::Milliseconds(300), event_kinds::kWorkerReportAccepted,
+                 none);
+  EXPECT_EQ(logged.fired().count(std::string(kEvents)), 1u);
 }
 
 }  // namespace

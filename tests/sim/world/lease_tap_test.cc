@@ -31,7 +31,8 @@ struct Net {
   std::vector<Refusal> refusals;
   struct Report {
     CompleteItem item;
-    std::optional<WriteVerdict> verdict;  // none: as sent
+    std::optional<WriteVerdict> verdict;  // none: as sent (or an error answered it)
+    bool error = false;                   // an error message answered it
   };
   std::vector<Report> reports;
   LeaseTap tap{
@@ -39,8 +40,8 @@ struct Net {
       [this](const RunId& run, std::uint64_t token, absl::Time, absl::Time sent, absl::Time local) {
         refusals.push_back({run, token, sent, local});
       },
-      [this](const CompleteItem& item, const wire::WireVerdict* answer) {
-        reports.push_back({item, answer ? std::optional(answer->verdict) : std::nullopt});
+      [this](const CompleteItem& item, const wire::WireVerdict* answer, bool error, std::uint64_t) {
+        reports.push_back({item, answer ? std::optional(answer->verdict) : std::nullopt, error});
       }};
   Net() { clock.set_offset(absl::Seconds(100)); }
   void answer(const wire::Message& m) { net.transport(node).send(worker, wire::encode(m)); }
@@ -146,6 +147,30 @@ TEST(LeaseTap, SeesEveryReportAsSentAndTheFirstAnswerToIt) {
   n.answer(wire::CompleteResponse{92, {{WriteVerdict::kAccepted, {}, ""}}});
   n.w.run_for(absl::Seconds(1));
   EXPECT_EQ(n.reports.size(), 8u);  // the two sent, no answer
+}
+
+TEST(LeaseTap, SeesAnErrorAnsweringTheReportsOfARequest) {
+  Net n;
+  n.tap.set_handler([](PeerId, std::string_view) {});
+  CompleteItem a{run_a(), 5, RunStatus::kFailed, 1, "boom", ""};
+  CompleteItem b{RunId{"job-b", 1, run_a().nominal}, 2, RunStatus::kSucceeded, 0, "ok", ""};
+  n.tap.send(n.node, wire::encode(wire::CompleteRequest{90, "worker-1", {a}}));
+  wire::ClaimRequest claim{91, "worker-1", 1};
+  claim.reports = {b};
+  n.tap.send(n.node, wire::encode(claim));
+  n.w.run_for(absl::Seconds(1));
+  n.answer(wire::ErrorMessage{90, 14, "store unavailable"});
+  n.answer(wire::ErrorMessage{91, 14, "store unavailable"});
+  n.answer(wire::ErrorMessage{90, 14, "store unavailable"});  // nothing more is waited for
+  n.answer(wire::ErrorMessage{77, 14, "no such request"});
+  n.w.run_for(absl::Seconds(1));
+  ASSERT_EQ(n.reports.size(), 4u);
+  EXPECT_EQ(n.reports[2].item, a);
+  EXPECT_TRUE(n.reports[2].error);
+  EXPECT_FALSE(n.reports[2].verdict.has_value());
+  EXPECT_EQ(n.reports[3].item, b);
+  EXPECT_TRUE(n.reports[3].error);
+  EXPECT_FALSE(n.reports[0].error);
 }
 
 }  // namespace
