@@ -627,17 +627,20 @@ void SchedulerNode::finish_leave() {
       });
 }
 
-void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::string_view op,
+void SchedulerNode::on_stale_epoch(std::uint32_t shard, std::uint64_t epoch, std::string_view op,
                                    const absl::Status& status) {
   KAIROS_CHECK(shard < shards_.size());
   Event e;
   e.kind = event_kinds::kWriteRejectedStaleEpoch;
   e.with("shard", static_cast<std::uint64_t>(shard))
-      .with("epoch", shards_[shard].epoch)
+      .with("epoch", epoch)
       .with("op", std::string(op))
       .with("error", std::string(status.message()));
   record(std::move(e));
-  lose_leadership(shard, "stale epoch");
+  // Only the leadership the refused write was made under is stale: one this
+  // node acquired since, under a newer epoch, stands.
+  const ShardState& st = shards_[shard];
+  if (st.leader && st.epoch == epoch) lose_leadership(shard, "stale epoch");
 }
 
 void SchedulerNode::on_failed(std::uint32_t shard, std::string_view op,
@@ -697,7 +700,7 @@ void SchedulerNode::run_dispatch(std::uint32_t shard) {
         st.dispatch_txn = false;
         if (r.outcome == CommitOutcome::kAborted) {
           if (r.status.code() == absl::StatusCode::kFailedPrecondition) {
-            on_stale_epoch(shard, "dispatch", r.status);
+            on_stale_epoch(shard, token.epoch, "dispatch", r.status);
           } else if (out->poisoned) {
             // One job's record does not decode: pass that job over and serve
             // the rest of the shard now. Each retry passes over one more job.
@@ -800,11 +803,11 @@ void SchedulerNode::run_reap(std::uint32_t shard) {
       [this, shard, token, limit, out](Txn& txn) {
         return store_.reap(txn, shard, token, limit, out.get());
       },
-      [this, shard, out](TxnResult r) {
+      [this, shard, epoch = token.epoch, out](TxnResult r) {
         shards_[shard].reap_txn = false;
         if (r.outcome == CommitOutcome::kAborted) {
           if (r.status.code() == absl::StatusCode::kFailedPrecondition) {
-            on_stale_epoch(shard, "reap", r.status);
+            on_stale_epoch(shard, epoch, "reap", r.status);
           } else {
             on_failed(shard, "reap", r.status);
           }

@@ -383,7 +383,10 @@ class SchedulerNode {
   // Metrics only (node_metrics.h): never read back by the node.
   void set_backlog(std::uint32_t shard, std::int64_t due);
   void observe_fire_lateness(const std::vector<Grant>& grants);
-  void on_stale_epoch(std::uint32_t shard, std::string_view op, const absl::Status& status);
+  // A leader body under `epoch` was refused by the epoch check: recorded,
+  // and the leadership dropped if it is still that epoch's.
+  void on_stale_epoch(std::uint32_t shard, std::uint64_t epoch, std::string_view op,
+                      const absl::Status& status);
   // An abort the node has no handling for: recorded as txn.failed.
   void on_failed(std::uint32_t shard, std::string_view op, const absl::Status& status);
   // record.undecodable, once per key; the node is degraded from then on.

@@ -185,6 +185,13 @@ TEST(SchedulerNode, StalledExLeaderWritesAreRejected) {
     for (const Event& e : events.events())
       if (e.kind.substr(0, 3) != "run") std::fprintf(stderr, "%s\n", format_event(e).c_str());
   EXPECT_GE(ma.counter_value("kairos_write_rejected_stale_epoch_total"), 1);
+  // Each refusal names the epoch the refused write was made under: a's.
+  for (const Event& e : events.events())
+    if (e.kind == "write.rejected_stale_epoch") {
+      const auto* epoch = e.find("epoch");
+      ASSERT_NE(epoch, nullptr);
+      EXPECT_EQ(std::get<std::uint64_t>(*epoch), 1u) << format_event(e);
+    }
   EXPECT_FALSE(a.leads(0));
   EXPECT_TRUE(b.leads(0));
   // Each occurrence was dispatched exactly once.
