@@ -75,6 +75,9 @@ enum class Probe : std::uint8_t {
   kFilteredListPage,
   kLedgerLimit,
   kRunsLimit,
+  // Not a limit: the runs of a job (its current incarnation) at a job the
+  // client created, and past it at an id nobody created (not found).
+  kRunsUnknownJob,
   kControlIdSize,
   // The configurations the scenario's nodes run with, one field at or past
   // its documented limit, put through the kernel's validate() as a node's
@@ -173,6 +176,8 @@ std::string_view probe_name(Probe p) {
       return "ledger-limit";
     case Probe::kRunsLimit:
       return "runs-limit";
+    case Probe::kRunsUnknownJob:
+      return "runs-of-unknown-job";
     case Probe::kControlIdSize:
       return "control-id-size";
     case Probe::kSchedulerClaimWait:
@@ -689,6 +694,14 @@ void Workload::send_input() {
       RunsQuery q;
       q.job_id = *known;
       q.limit = kMaxPageSize + one;
+      node->list_runs(q, [done](absl::StatusOr<RunsResult> r) { done(r.status()); });
+      return;
+    }
+    case Probe::kRunsUnknownJob: {
+      if (!known) return;
+      RunsQuery q;
+      q.job_id = past ? spec.id : *known;  // the probe's own id: never created
+      q.limit = 1;
       node->list_runs(q, [done](absl::StatusOr<RunsResult> r) { done(r.status()); });
       return;
     }

@@ -131,6 +131,19 @@ TEST(QueryChecks, AnInputPastItsLimitMustBeRefusedAsInvalid) {
   EXPECT_TRUE(other.fires(kInputs));
 }
 
+TEST(QueryChecks, TheRunsOfAJobNobodyCreatedAreNotFound) {
+  QueryHist ok;
+  ok.input("runs-of-unknown-job", true, "NOT_FOUND");
+  ok.input("runs-of-unknown-job", false, "OK");
+  EXPECT_FALSE(ok.fires(kInputs));
+  QueryHist empty;  // an empty list for an id nobody created
+  empty.input("runs-of-unknown-job", true, "OK");
+  EXPECT_TRUE(empty.fires(kInputs));
+  QueryHist invalid;
+  invalid.input("runs-of-unknown-job", true, "INVALID_ARGUMENT");
+  EXPECT_TRUE(invalid.fires(kInputs));
+}
+
 TEST(QueryChecks, AnInputAtItsLimitMustBeAccepted) {
   QueryHist x;
   x.input("label-value-size", false, "INVALID_ARGUMENT", "probe-2");
