@@ -556,6 +556,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kReportVerdictsTruthful, report_verdicts_truthful},
     {inv::kReportEventsTruthful, report_events_truthful},
     {inv::kReportsAbandonedUnanswered, reports_abandoned_unanswered},
+    {inv::kJobEventsTruthful, job_events_truthful},
     {inv::kLedgerOneOutcome, ledger_one_outcome},
     {inv::kAttemptsBounded, attempts_bounded},
     {inv::kRetryBackoff, retry_backoff},

@@ -220,10 +220,11 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       const bool spec_changed = !same_incarnation || !(last.spec == job->spec);
       if (!same_incarnation || schedule_changed || last.paused != job->paused ||
           last.generation != job->generation || paused_with_due || spec_changed)
-        job_changes_.push_back({commit.index, id, job->incarnation, job->generation, job->paused,
-                                schedule_changed, paused_with_due, spec_digest(job->spec),
-                                job->spec.policy.priority,
-                                job->state == kairos::JobState::kCancelled, store_us});
+        job_changes_.push_back(
+            {commit.index, id, job->incarnation, job->generation, job->paused, schedule_changed,
+             paused_with_due, spec_digest(job->spec), job->spec.policy.priority,
+             job->state == kairos::JobState::kCancelled, store_us,
+             job->next_due_at ? absl::ToUnixMicros(*job->next_due_at) : JobFact::kNoDue});
       last.incarnation = job->incarnation;
       last.generation = job->generation;
       last.paused = job->paused;

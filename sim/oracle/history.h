@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -202,6 +203,9 @@ struct JobFact {
   std::int32_t priority = 0;      // record.spec.policy.priority
   bool cancelled = false;         // the record says cancelled (JobState::kCancelled)
   std::int64_t store_us = 0;      // Txn::now() of the commit
+  // JobRecord::next_due_at in microseconds, kNoDue when it has none.
+  static constexpr std::int64_t kNoDue = std::numeric_limits<std::int64_t>::min();
+  std::int64_t next_due_us = kNoDue;
 };
 
 // A digest of a job spec as the record codec stores it (core/kernel/records.h:

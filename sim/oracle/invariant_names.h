@@ -38,6 +38,7 @@ inline constexpr std::string_view kRunsRecordReports = "runs-record-reports";
 inline constexpr std::string_view kReportVerdictsTruthful = "report-verdicts-truthful";
 inline constexpr std::string_view kReportEventsTruthful = "report-events-truthful";
 inline constexpr std::string_view kReportsAbandonedUnanswered = "reports-abandoned-unanswered";
+inline constexpr std::string_view kJobEventsTruthful = "job-events-truthful";
 // The policy invariants (sim/oracle/policy_checks.cc).
 inline constexpr std::string_view kLedgerOneOutcome = "ledger-one-outcome";
 inline constexpr std::string_view kAttemptsBounded = "attempts-bounded";
@@ -129,6 +130,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kReportsAbandonedUnanswered,
                   "(14) a worker abandons a report only when no answer, verdict or error, "
                   "reached its last send of it"},
+    InvariantInfo{inv::kJobEventsTruthful,
+                  "(15) a job.created / job.updated / job.resumed event names the next due time "
+                  "of the job record its commit wrote, or none when it has none"},
     InvariantInfo{inv::kLedgerOneOutcome,
                   "(P1) every occurrence that became due has exactly one ledger outcome"},
     InvariantInfo{inv::kAttemptsBounded,

@@ -203,6 +203,7 @@ void runs_record_reports(const History& h, const Replay& r, Findings& out);
 void report_verdicts_truthful(const History& h, const Replay& r, Findings& out);
 void report_events_truthful(const History& h, const Replay& r, Findings& out);
 void reports_abandoned_unanswered(const History& h, const Replay& r, Findings& out);
+void job_events_truthful(const History& h, const Replay& r, Findings& out);
 // The policy invariants (sim/oracle/policy_checks.cc), rules over
 // Replay::policy.
 void ledger_one_outcome(const History& h, const Replay& r, Findings& out);

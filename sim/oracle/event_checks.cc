@@ -1,0 +1,80 @@
+// The node's job events, judged against the job records the store holds.
+//
+// (15) A job event states the record its commit wrote: `job.created` of
+// (job, incarnation), and `job.updated` / `job.resumed` of (job,
+// incarnation, generation), carry `next_due` exactly when that write of the
+// job record names a next due time, and then the same instant
+// (docs/ARCHITECTURE.md, "Events and metrics"). An operator reads when a job
+// will next fire off these lines; one that names no next due, or another,
+// for a job the store will fire says something the scheduler will not do.
+// The record is the first write of the job record under that identity (the
+// commit the event reports); events with no such write (the commit's
+// answer lost, or the record corrupted) are not judged.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/absl_compat.h"
+#include "core/kernel/event_kinds.h"
+#include "sim/oracle/replay.h"
+
+namespace kairos::sim {
+
+void job_events_truthful(const History& h, const Replay&, Findings& out) {
+  if (h.events == nullptr || h.facts == nullptr) return;
+  const Interner& names = h.facts->strings();
+  // The first write of each (job, incarnation) and of each (job,
+  // incarnation, generation), in commit order.
+  std::map<std::pair<std::uint32_t, std::uint64_t>, const JobFact*> created;
+  std::map<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>, const JobFact*> by_generation;
+  for (const JobFact& f : h.facts->job_changes()) {
+    created.try_emplace({f.job, f.incarnation}, &f);
+    by_generation.try_emplace({f.job, f.incarnation, f.generation}, &f);
+  }
+  for (const NodeEvent& ne : *h.events) {
+    if (!out.open()) return;
+    const Event& e = ne.event;
+    const bool is_created = e.kind == event_kinds::kJobCreated;
+    if (!is_created && e.kind != event_kinds::kJobUpdated && e.kind != event_kinds::kJobResumed)
+      continue;
+    const auto* job = e.find("job");
+    const auto* inc = e.find("incarnation");
+    const auto* gen = e.find("generation");
+    if (job == nullptr || inc == nullptr || !std::holds_alternative<std::string>(*job) ||
+        !std::holds_alternative<std::uint64_t>(*inc))
+      continue;
+    const std::uint32_t id = names.find(std::get<std::string>(*job));
+    if (id == Interner::kNone) continue;
+    const std::uint64_t incarnation = std::get<std::uint64_t>(*inc);
+    const JobFact* f = nullptr;
+    if (is_created) {
+      auto it = created.find({id, incarnation});
+      if (it != created.end()) f = it->second;
+    } else if (gen != nullptr && std::holds_alternative<std::uint64_t>(*gen)) {
+      auto it = by_generation.find({id, incarnation, std::get<std::uint64_t>(*gen)});
+      if (it != by_generation.end()) f = it->second;
+    }
+    if (f == nullptr) continue;
+    const auto* due = e.find("next_due");
+    const bool said = due != nullptr && std::holds_alternative<absl::Time>(*due);
+    const bool stored = f->next_due_us != JobFact::kNoDue;
+    if (said == stored &&
+        (!said || absl::ToUnixMicros(std::get<absl::Time>(*due)) == f->next_due_us))
+      continue;
+    Violation v;
+    v.job = std::get<std::string>(*job);
+    v.detail = absl::StrCat(
+        absl_sv(e.kind), " of incarnation ", incarnation, " says ",
+        said ? absl::StrCat("next_due ", time_text(std::get<absl::Time>(*due)))
+             : std::string("no next due"),
+        ", but the job record it wrote (commit #", f->commit, ") ",
+        stored ? absl::StrCat("names next due ", time_text(absl::FromUnixMicros(f->next_due_us)))
+               : std::string("names none"));
+    out.add(std::move(v));
+  }
+}
+
+}  // namespace kairos::sim
