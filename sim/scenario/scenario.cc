@@ -540,12 +540,13 @@ absl::Status parse_topology(ParseState& p) {
   a.num("workers", &t.workers, 0, 256, "a count");
   a.num("shards", &t.shards, 1, 1024, "a count");
   a.num("slots", &t.slots, 1, 1024, "a count");
+  a.boolean("handback", &t.handback);
   return a.finish();
 }
 void format_topology(const Scenario& s, std::string& out) {
   const Topology& t = s.topology;
   put(out, "topology schedulers=", t.schedulers, " workers=", t.workers, " shards=", t.shards,
-      " slots=", t.slots);
+      " slots=", t.slots, t.handback ? " handback=yes" : "");
 }
 
 absl::Status parse_timing(ParseState& p) {
