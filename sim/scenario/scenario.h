@@ -236,6 +236,9 @@ struct FaultSpec {
   std::uint32_t error = 0, timeout = 0;               // sink-faults
   std::string job;                                    // corrupt-record
   std::string record;  // corrupt-record: which of the job's records (kCorruptibleRecords)
+  // drain: the drain timeout (`kairos worker --drain-timeout`): once it
+  // passes with attempts still running, Worker::stop_running stops them.
+  std::optional<absl::Duration> drain_timeout;
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
 

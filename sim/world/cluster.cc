@@ -635,6 +635,20 @@ void Cluster::apply(const FaultSpec& f) {
       drains_.push_back({n, process_started_[n], world_.now()});
       // The process stops once drained, as `kairos worker` exits after its
       // drain (prod/cli/drain.h).
+      // The drain timeout: what still runs then is stopped (Worker::stop_running,
+      // as `kairos worker` does when --drain-timeout passes); each stopped
+      // attempt reports kStopped, which hands its run back.
+      if (f.drain_timeout) {
+        const absl::Time started = process_started_[n];
+        later(*f.drain_timeout, [this, n, started] {
+          if (!world_.is_up(n) || process_started_[n] != started) return;
+          NodeProcess* q = nodes_[n]->process.get();
+          Worker* dw = q != nullptr ? q->worker() : nullptr;
+          if (dw == nullptr || !dw->draining()) return;
+          world_.mark("worker.drain-timed-out");
+          dw->stop_running();
+        });
+      }
       w->drain([this, n, i, len] {
         DrainFact& d = drains_[i];
         d.completed = world_.now();

@@ -111,6 +111,9 @@ inline constexpr std::string_view kOtherMarks[] = {
     "kernel.report-refused-undecodable",
     // A worker's drain completed (fault drain): its `drained` callback ran.
     "worker.drained",
+    // A drain's timeout passed with the worker still draining (fault drain
+    // drain-timeout=D): Worker::stop_running stopped what still ran.
+    "worker.drain-timed-out",
     // A claim met a ready run of a job no longer active (cancelled with more
     // open runs than its cancel withdraws at once) and withdrew it.
     "kernel.claim-withdrew-inactive",
