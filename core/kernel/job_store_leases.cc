@@ -391,10 +391,12 @@ absl::Status JobStore::complete(Txn& txn, std::string_view worker,
         run->outcome == item.outcome) {
       v.verdict = WriteVerdict::kAccepted;  // a retry of a recorded completion
       v.reason = "already recorded";
-    } else if (run->state == RunState::kReady && token_ok && ended &&
-               ended->end == attempt_end(item.outcome)) {
+    } else if (token_ok && ended && ended->end == attempt_end(item.outcome) &&
+               (run->state == RunState::kReady || (releasing && run->state == RunState::kFailed))) {
       // A retried report whose first copy was applied: the run is already
-      // re-queued (released, or waiting for its retry).
+      // re-queued (released, or waiting for its retry), or the release
+      // ended its last attempt and failed it (its outcome is the failure,
+      // not the report's `stopped`, so the check above does not see it).
       v.verdict = WriteVerdict::kAccepted;
       v.reason = releasing ? "already released" : "already recorded; retry scheduled";
     } else if (token_refused(run->token, item.token)) {

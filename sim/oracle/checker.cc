@@ -399,6 +399,34 @@ void corruption_contained(const History& h, const Replay& r, Findings& out) {
   }
 }
 
+// 10b: the client's requests are refused for a record that does not decode
+// (DataLoss: client.request_undecodable) only on a job a corrupt-record
+// fault had reached before the answer: a healthy job's control, cancel or
+// re-create never fails on another job's bad record, nor on one that was
+// fine when it was answered.
+void undecodable_only_where_corrupted(const History& h, const Replay&, Findings& out) {
+  if (h.events == nullptr) return;
+  std::map<std::string, absl::Time> corrupted;  // job -> first corruption
+  if (h.corrupted != nullptr)
+    for (const CorruptedRecord& c : *h.corrupted) corrupted.try_emplace(c.job, c.at);
+  for (const NodeEvent& e : *h.events) {
+    if (e.event.kind != client_events::kRequestUndecodable || !out.open()) continue;
+    const std::string job = client_events::text_of(e.event, "job");
+    auto it = corrupted.find(job);
+    if (it != corrupted.end() && it->second <= e.at) continue;
+    out.add({std::string(out.invariant()),
+             job,
+             "",
+             absl::StrCat(client_events::text_of(e.event, "op"), " answered at ",
+                          absl::FormatTime(e.at), " refused for an undecodable record (",
+                          client_events::text_of(e.event, "error"), ") but ",
+                          it == corrupted.end() ? std::string("no record of the job was corrupted")
+                                                : absl::StrCat("its first corruption came at ",
+                                                               absl::FormatTime(it->second))),
+             {}});
+  }
+}
+
 // 2 (completion side): a succeeded occurrence has exactly one accepted effect.
 void effect_per_success(const History& h, const Replay& r, Findings& out) {
   if (h.facts == nullptr) return;
@@ -552,6 +580,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kAckedCommitsDurable, acked_commits_durable},
     {inv::kNotBeforeDue, not_before_due},
     {inv::kCorruptionContained, corruption_contained},
+    {inv::kUndecodableOnlyWhereCorrupted, undecodable_only_where_corrupted},
     {inv::kRunsRecordReports, runs_record_reports},
     {inv::kReportVerdictsTruthful, report_verdicts_truthful},
     {inv::kReportEventsTruthful, report_events_truthful},
@@ -576,6 +605,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kReaperWaitsForExpiry, reaper_waits_for_expiry},
     {inv::kRenewalWithinLease, renewal_within_lease},
     {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
+    {inv::kHandbackAfterHolderDied, handback_after_holder_died},
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
     {inv::kLeadershipBalanced, leadership_balanced},

@@ -67,7 +67,8 @@ void paused_fires_nothing(const History& h, const Replay&, Findings& out) {
 // run of that incarnation that was, just before it, not yet claimed -- ready
 // or waiting, never granted (token 0), scheduled (not manual) -- as
 // cancelled: the old schedule's unclaimed runs are withdrawn in the same
-// transaction, none is left to run.
+// transaction, none is left to run; and it withdraws nothing else: a manual
+// run and a run claimed before (leased, or ready for its retry) finish.
 void reschedule_withdraws_unclaimed(const History& h, const Replay&, Findings& out) {
   if (h.facts == nullptr) return;
   std::map<std::uint64_t, std::vector<const JobFact*>> by_commit;
@@ -87,12 +88,33 @@ void reschedule_withdraws_unclaimed(const History& h, const Replay&, Findings& o
     if (!out.open()) break;
     apply_until(commit, false);
     std::vector<std::pair<std::uint32_t, const JobFact*>> unclaimed;
+    std::vector<std::pair<std::uint32_t, const JobFact*>> kept;  // manual or claimed, unfinished
     for (const auto& [run, f] : latest)
-      for (const JobFact* c : jobs)
-        if (f->job == c->job && f->incarnation == c->incarnation && !f->manual && f->token == 0 &&
+      for (const JobFact* c : jobs) {
+        if (f->job != c->job || f->incarnation != c->incarnation || is_terminal(f->state)) continue;
+        if (!f->manual && f->token == 0 &&
             (f->state == RunState::kReady || f->state == RunState::kWaiting))
           unclaimed.push_back({run, c});
+        else
+          kept.push_back({run, c});
+      }
     apply_until(commit, true);
+    // The other side: a manual run (asked for by hand, not by the schedule)
+    // and a run already claimed once (leased, or ready for its retry) are
+    // not the schedule's to withdraw; they finish.
+    for (const auto& [run, c] : kept) {
+      const RunFact& now = *latest[run];
+      if (now.state != RunState::kCancelled || now.commit != commit) continue;
+      Violation v;
+      v.job = names.name(c->job);
+      v.run = names.name(run);
+      v.detail =
+          absl::StrCat("commit ", commit, " changed the schedule of incarnation ", c->incarnation,
+                       " and withdrew this ", now.manual ? "manual" : "claimed",
+                       " run, which a reschedule leaves to finish");
+      v.evidence.push_back(fact_text(h, now));
+      out.add(std::move(v));
+    }
     for (const auto& [run, c] : unclaimed) {
       const RunFact& now = *latest[run];
       if (now.state == RunState::kCancelled && now.commit == commit) continue;

@@ -169,16 +169,27 @@ void deadline_inside_lease(const History& h, const Replay&, Findings& out) {
   }
 }
 
+bool handed_back(const History& h, const RunStep& s) {
+  const RunFact& f = *s.fact;
+  if (s.created || s.before_state != RunState::kLeased || f.state == RunState::kLeased ||
+      f.last_end != AttemptEnd::kLapsed || h.facts == nullptr || h.node_names == nullptr ||
+      h.commits == nullptr)
+    return false;
+  const std::string& writer = (*h.node_names)[s.commit->client];
+  return writer == h.facts->strings().name(s.before_owner);
+}
+
 // E4: the reaper re-queues (or fails) a leased run only once its lease has
 // expired by the store's clock: a lapse commits at a store time at or after
-// the expiry it ends.
+// the expiry it ends. (A hand-back by the holder's own restarted node need
+// not wait: handback-after-holder-died judges it.)
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out) {
   for (const RunStep& s : r.run_steps) {
     const RunFact& f = *s.fact;
     if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
         (f.state != RunState::kReady && f.state != RunState::kFailed))
       continue;
-    if (f.store_us >= s.before_lease_expiry_us) continue;
+    if (f.store_us >= s.before_lease_expiry_us || handed_back(h, s)) continue;
     Violation v;
     const Interner& names = h.facts->strings();
     v.job = names.name(f.job);
@@ -245,7 +256,7 @@ void leader_writes_within_lease(const History& h, const Replay& r, Findings& out
   for (const RunStep& s : r.run_steps) {
     const RunFact& f = *s.fact;
     if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
-        (f.state != RunState::kReady && f.state != RunState::kFailed))
+        (f.state != RunState::kReady && f.state != RunState::kFailed) || handed_back(h, s))
       continue;
     judge(s.leader, f.commit, f.store_us, f.shard, "a lease lapse", names.name(f.job),
           names.name(f.run));
@@ -272,6 +283,47 @@ void leader_writes_within_lease(const History& h, const Replay& r, Findings& out
     judge(view, l.commit, l.store_us, sh->second,
           absl::StrCat("a ledger decision (", outcome, ", ", time_text(l.from), ")"),
           names.name(l.job), "");
+  }
+}
+
+// E9: a hand-back ends a lease early, so only a holder that is certainly
+// over may give it: the write is its own node's, by a process that started
+// after the commit that granted the lease (the granted process died: a
+// process never hands back its own running attempts), and when it commits no
+// execution of that (run, token) still runs (true time). Otherwise the run
+// could be granted anew while the old attempt executes.
+void handback_after_holder_died(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr || h.node_names == nullptr || h.commits == nullptr) return;
+  const Interner& names = h.facts->strings();
+  for (const RunStep& s : r.run_steps) {
+    if (!out.open()) return;
+    if (!handed_back(h, s)) continue;
+    const RunFact& f = *s.fact;
+    const NodeId writer = s.commit->client;
+    const absl::Time at = s.commit->at;
+    absl::Time started = absl::InfinitePast();  // the writer's process at the commit
+    if (h.process_starts != nullptr)
+      for (const ProcessStart& p : *h.process_starts)
+        if (p.node == writer && p.at <= at) started = std::max(started, p.at);
+    std::string why;
+    if (started <= s.before_granted_at)
+      why = absl::StrCat("by the process that was granted it (started ", time_text(started),
+                         ", lease granted ", time_text(s.before_granted_at), ")");
+    if (why.empty() && h.executions != nullptr)
+      for (const Execution& e : *h.executions)
+        if (e.run == f.run && e.token == s.before_token && e.start <= at && e.end > at) {
+          why = absl::StrCat("while ", (*h.node_names)[e.node], " still executed it (since ",
+                             time_text(e.start), ")");
+          break;
+        }
+    if (why.empty()) continue;
+    Violation v;
+    v.job = names.name(f.job);
+    v.run = names.name(f.run);
+    v.detail = absl::StrCat((*h.node_names)[writer], " handed back token ", s.before_token,
+                            " at commit ", f.commit, " (", time_text(at), ") ", why);
+    v.evidence.push_back(fact_text(h, f));
+    out.add(std::move(v));
   }
 }
 

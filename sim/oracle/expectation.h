@@ -19,7 +19,8 @@
 //     previous record's expiry; not scoped by job), `runs.later-incarnation`
 //     (runs of a re-created job's later incarnations),
 //     `runs.finished-after-cancel` (runs that ended after their
-//     incarnation's cancel was answered: in flight at the cancel), and
+//     incarnation's cancel was answered: in flight at the cancel),
+//     `runs.released` (attempts a worker handed back unrun), and
 //     `ledger.OUTCOME` for every ledger outcome (`ledger.late`,
 //     `ledger.skipped_misfire`, ...: the occurrence decisions recorded with it).
 // A run counter may be scoped to the jobs of one job line (`job=K`,

@@ -35,6 +35,8 @@ constexpr OpName kOps[] = {
 // the previous record expired, runs of a job's later incarnation
 // (re-created under the same id), and runs that were still in flight when
 // their incarnation's cancel was answered (they finished after it).
+// runs.released counts the attempts a worker handed back unrun (a leased
+// attempt ended `released`: re-queued, or failed on its last attempt).
 constexpr std::string_view kRunCounters[] = {
     "runs.created",
     "runs.granted",
@@ -47,6 +49,7 @@ constexpr std::string_view kRunCounters[] = {
     "leader.taken-at-expiry",
     "runs.later-incarnation",
     "runs.finished-after-cancel",
+    "runs.released",
     "runs.max-active",
 };
 constexpr std::array kLedgerOutcomes = {
@@ -178,6 +181,13 @@ std::uint64_t run_counter(const History& h, const Replay& r, std::string_view fa
     for (const RunStep& s : r.run_steps)
       if (in_scope(s.fact->job) && !s.created && !is_terminal(s.before_state) &&
           is_terminal(s.fact->state) && s.cancel_acked && s.commit->at > *s.cancel_acked)
+        ++n;
+    return n;
+  }
+  if (fact == "runs.released") {
+    for (const RunStep& s : r.run_steps)
+      if (in_scope(s.fact->job) && !s.created && s.before_state == RunState::kLeased &&
+          s.fact->state != RunState::kLeased && s.fact->last_end == AttemptEnd::kReleased)
         ++n;
     return n;
   }

@@ -200,7 +200,8 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
         const AttemptRecord& last = run->attempts.back();
         f.last_end = last.end;
         if (last.end == AttemptEnd::kSucceeded || last.end == AttemptEnd::kFailed ||
-            last.end == AttemptEnd::kFailedPermanent || last.end == AttemptEnd::kTimedOut) {
+            last.end == AttemptEnd::kFailedPermanent || last.end == AttemptEnd::kTimedOut ||
+            last.end == AttemptEnd::kReleased) {
           f.reported_end = static_cast<std::uint32_t>(reported_ends_.size());
           reported_ends_.push_back(
               {last.token, last.exit_code, run->outcome, run->exit_code, strings_.id(run->detail)});

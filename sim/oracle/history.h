@@ -75,7 +75,7 @@ struct RunFact {
   bool manual = false;                         // RunKind::kManual
   AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
   // When the latest attempt ended as a worker reports it (succeeded,
-  // failed, failed-permanent, timed-out): its index in
+  // failed, failed-permanent, timed-out, released): its index in
   // FactRecorder::reported_ends(); kNoEnd otherwise.
   static constexpr std::uint32_t kNoEnd = 0xffffffffu;
   std::uint32_t reported_end = kNoEnd;
@@ -372,6 +372,13 @@ struct DrainFact {
   bool completed_after_stop = false;
 };
 
+// A node's process started (the first start, or a restart after a crash,
+// leave or drain). True time.
+struct ProcessStart {
+  NodeId node = kWorldNode;
+  absl::Time at;
+};
+
 struct NodeEvent {
   absl::Time at;  // true time
   NodeId node = kWorldNode;
@@ -514,6 +521,8 @@ struct History {
   // retries: max_report_attempts x (rpc_timeout + retry_backoff_max)).
   const std::vector<DrainFact>* drains = nullptr;
   absl::Duration drain_report_bound = absl::ZeroDuration();
+  // Every process start of every node, in time order (null: not recorded).
+  const std::vector<ProcessStart>* process_starts = nullptr;
 };
 
 }  // namespace kairos::sim

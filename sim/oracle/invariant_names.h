@@ -33,6 +33,8 @@ inline constexpr std::string_view kTimeliness = "timeliness";
 inline constexpr std::string_view kAckedCommitsDurable = "acked-commits-durable";
 inline constexpr std::string_view kNotBeforeDue = "not-before-due";
 inline constexpr std::string_view kCorruptionContained = "corruption-contained";
+inline constexpr std::string_view kUndecodableOnlyWhereCorrupted =
+    "undecodable-only-where-corrupted";
 // The report rules (sim/oracle/report_checks.cc).
 inline constexpr std::string_view kRunsRecordReports = "runs-record-reports";
 inline constexpr std::string_view kReportVerdictsTruthful = "report-verdicts-truthful";
@@ -62,6 +64,7 @@ inline constexpr std::string_view kDeadlineInsideLease = "deadline-inside-lease"
 inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expiry";
 inline constexpr std::string_view kRenewalWithinLease = "renewal-within-lease";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
+inline constexpr std::string_view kHandbackAfterHolderDied = "handback-after-holder-died";
 inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
 // Cluster membership (docs/SIMULATION.md, "Cluster membership and rebalancing").
@@ -118,9 +121,13 @@ inline constexpr std::array kInvariants = {
                   "(10) a record that does not decode stalls at most its own job, from the "
                   "moment it stopped decoding: every other occurrence due after the first "
                   "corruption is dispatched unless its own job was corrupted by its due time"},
+    InvariantInfo{inv::kUndecodableOnlyWhereCorrupted,
+                  "(10b) a request is refused for an undecodable record only when a record of "
+                  "its own job had been made undecodable before the answer"},
     InvariantInfo{inv::kRunsRecordReports,
                   "(11) a completion the store applies records the outcome, exit code and "
-                  "detail its worker reported, on the attempt the report's token names"},
+                  "detail its worker reported, on the attempt the report's token names; a "
+                  "release only ends an attempt its worker handed back (a stopped report)"},
     InvariantInfo{inv::kReportVerdictsTruthful,
                   "(12) once the store applied a report, no copy of it is answered refused while "
                   "the run still stands as that report left it"},
@@ -185,6 +192,10 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeaderWritesWithinLease,
                   "(T5) a leader body's lapses and dispatch decisions commit by the shard's "
                   "leader before its lease expiry (store clock)"},
+    InvariantInfo{inv::kHandbackAfterHolderDied,
+                  "(T9) a lease ends before its expiry only by a hand-back of its holder's node, "
+                  "from a process started after the grant, with no execution of it still "
+                  "running"},
     InvariantInfo{inv::kGrantStartedWithinDeadline,
                   "(T6) a worker starts a grant only before its own-clock deadline: its clock at "
                   "the claim's send plus the lease less max drift and margin"},

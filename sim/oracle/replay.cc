@@ -88,6 +88,8 @@ void replay_facts(const History& h, Replay& r) {
     s.before_state = t.state;
     s.before_token = t.token;
     s.before_lease_expiry_us = t.lease_expiry_us;
+    s.before_owner = t.owner;
+    s.before_granted_at = t.granted_at;
     if (auto it = leaders.find(f.shard); it != leaders.end()) s.leader = it->second;
     if (auto c = cancels.find({f.job, f.incarnation}); c != cancels.end())
       s.cancel_acked = c->second;
@@ -112,6 +114,8 @@ void replay_facts(const History& h, Replay& r) {
     t.state = f.state;
     t.token = std::max(t.token, f.token);
     t.lease_expiry_us = f.lease_expiry_us;
+    t.owner = f.owner;
+    if (s.grant) t.granted_at = commit.at;
     r.run_steps.push_back(s);
   }
 }

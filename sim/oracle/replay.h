@@ -87,6 +87,11 @@ struct RunStep {
   RunState before_state = RunState::kReady;
   std::uint64_t before_token = 0;  // highest token so far
   std::int64_t before_lease_expiry_us = 0;
+  // The holder of the lease standing before this write (interned worker id;
+  // meaningful when before_state is leased) and the true time of the commit
+  // that granted it.
+  std::uint32_t before_owner = 0;
+  absl::Time before_granted_at = absl::InfinitePast();
   // The shard's leader record at this commit (!known(): none yet).
   LeaderView leader;
   // The job's highest granted token before this write (grants only).
@@ -169,6 +174,8 @@ struct Replay {
     RunState state = RunState::kReady;
     std::uint64_t token = 0;
     std::int64_t lease_expiry_us = 0;
+    std::uint32_t owner = 0;                       // the latest write's
+    absl::Time granted_at = absl::InfinitePast();  // true time of the latest grant
     std::int64_t due_us = 0;
     std::uint32_t job = 0;
     std::uint64_t incarnation = 0;
@@ -231,6 +238,11 @@ void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
 void renewal_within_lease(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
+void handback_after_holder_died(const History& h, const Replay& r, Findings& out);
+// A hand-back (JobStore::release_abandoned, a restarted worker's, as
+// `kairos server` does at startup): a write that ends a leased attempt as
+// lapsed, committed by the lease holder's own node rather than a reaper.
+bool handed_back(const History& h, const RunStep& s);
 // The graceful-stop rules (sim/oracle/shutdown_checks.cc).
 void drain_starts_nothing(const History& h, const Replay& r, Findings& out);
 void drain_completes(const History& h, const Replay& r, Findings& out);

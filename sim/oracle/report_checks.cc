@@ -10,14 +10,18 @@
 // its exit code, and the run carries the report's outcome, exit code and
 // detail (cut at the documented kMaxDetailSize) — whether the run is then
 // final or waits for its retry. An attempt of a worker's never ends as
-// succeeded, failed or timed out without a report of it.
+// succeeded, failed, timed out or released without a report of it: a
+// release (the `stopped` report of a draining worker handing a grant back
+// unrun) ends the attempt the report's token names, and nothing else does.
 //
 // (12) The answer to a report is truthful: once the store applied a report
 // of (run, token), no answer to a copy of it (a worker re-sends a report
 // whose answer it did not get) says refused while the run still stands as
 // that report left it (no later write of the run record). The copy was
 // applied already; telling the worker "stale token" reports a fencing that
-// never happened.
+// never happened. Releases too: a copy of an applied release is answered
+// accepted ("already released") while the run stands as it left it, ready
+// for its next claim or failed on its last attempt.
 //
 // (13) A worker's log states each verdict as the node gave it: a
 // `worker.report_accepted` event of (run, token) stands for an answer its
@@ -53,10 +57,11 @@ namespace {
 
 // How an attempt ends by a report of `s`, as docs/ARCHITECTURE.md states
 // the worker protocol: the four outcomes end it as themselves; kStopped
-// gives the run back (a release), which these rules leave alone. Written
-// from the docs rather than calling the kernel's attempt_end(), so that a
-// bug there cannot hide behind the rule that judges it.
-std::optional<AttemptEnd> reported_end_of(RunStatus s) {
+// gives the run back unrun (a release: a draining worker hands back a grant
+// it will not start) and ends it as released. Written from the docs rather
+// than calling the kernel's attempt_end(), so that a bug there cannot hide
+// behind the rule that judges it.
+AttemptEnd reported_end_of(RunStatus s) {
   switch (s) {
     case RunStatus::kSucceeded:
       return AttemptEnd::kSucceeded;
@@ -67,9 +72,9 @@ std::optional<AttemptEnd> reported_end_of(RunStatus s) {
     case RunStatus::kTimedOut:
       return AttemptEnd::kTimedOut;
     case RunStatus::kStopped:
-      return std::nullopt;
+      return AttemptEnd::kReleased;
   }
-  return std::nullopt;
+  return AttemptEnd::kRunning;  // not an outcome a report carries
 }
 
 using RunToken = std::pair<std::uint32_t, std::uint64_t>;  // (interned run key, token)
@@ -134,6 +139,13 @@ void runs_record_reports(const History& h, const Replay& r, Findings& out) {
     bool matched = false;
     for (const ReportFact* rep : it->second) {
       if (reported_end_of(rep->outcome) != f.last_end) continue;
+      // A release records no outcome of its own: the run keeps its earlier
+      // attempt's (or, on the last attempt, fails as the retry policy says,
+      // which the policy rules judge); the stopped report is what it needs.
+      if (f.last_end == AttemptEnd::kReleased) {
+        matched = true;
+        break;
+      }
       const std::string& detail = names.name(rep->detail);
       const std::string_view cut = std::string_view(detail).substr(0, kMaxDetailSize);
       if (e.attempt_exit == rep->exit_code && e.outcome == rep->outcome &&

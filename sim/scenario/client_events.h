@@ -24,6 +24,10 @@ inline constexpr std::string_view kResumed = "client.resumed";
 inline constexpr std::string_view kRescheduled = "client.rescheduled";
 inline constexpr std::string_view kTriggered = "client.triggered";
 inline constexpr std::string_view kControlRefused = "client.control_refused";
+// A control request, cancel or re-create answered DataLoss: a record of the
+// job does not decode (job, op, error); a cancel or re-create is sent again
+// after the retry period, as after any error.
+inline constexpr std::string_view kRequestUndecodable = "client.request_undecodable";
 // A read whose answer contradicts what the client had been told
 // (sim/scenario/workload.h, "Reads"): op, job, detail.
 inline constexpr std::string_view kReadAnomaly = "client.read_anomaly";
@@ -65,9 +69,10 @@ inline constexpr std::string_view kUpdateAnswered = "client.update_answered";
 
 // Every kind above, once (kPrefix is not a kind).
 inline constexpr std::array kAllClientEventKinds = {
-    kJobCreated, kCancelAcked,    kPaused,        kResumed,       kRescheduled,
-    kTriggered,  kControlRefused, kReadAnomaly,   kInputAnswered, kListStarted,
-    kListed,     kRunsWalked,     kLedgerQueried, kBatchAnswered, kUpdateAnswered,
+    kJobCreated,    kCancelAcked,   kPaused,         kResumed,
+    kRescheduled,   kTriggered,     kControlRefused, kReadAnomaly,
+    kInputAnswered, kListStarted,   kListed,         kRunsWalked,
+    kLedgerQueried, kBatchAnswered, kUpdateAnswered, kRequestUndecodable,
 };
 
 // Labels as the client events write them, and a selector: "k=v,k2=v2" in

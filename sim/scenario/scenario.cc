@@ -540,12 +540,13 @@ absl::Status parse_topology(ParseState& p) {
   a.num("workers", &t.workers, 0, 256, "a count");
   a.num("shards", &t.shards, 1, 1024, "a count");
   a.num("slots", &t.slots, 1, 1024, "a count");
+  a.boolean("handback", &t.handback);
   return a.finish();
 }
 void format_topology(const Scenario& s, std::string& out) {
   const Topology& t = s.topology;
   put(out, "topology schedulers=", t.schedulers, " workers=", t.workers, " shards=", t.shards,
-      " slots=", t.slots);
+      " slots=", t.slots, t.handback ? " handback=yes" : "");
 }
 
 absl::Status parse_timing(ParseState& p) {
@@ -880,7 +881,14 @@ absl::Status parse_fault(ParseState& p) {
   a.permille("timeout", &f.timeout);
   a.str("job", &f.job);
   a.str("record", &f.record);
+  if (a.has("drain-timeout")) {
+    absl::Duration d;
+    a.dur("drain-timeout", &d);
+    f.drain_timeout = d;
+  }
   KAIROS_RETURN_IF_ERROR(a.finish());
+  if (f.drain_timeout && f.kind != FaultKind::kDrain)
+    return a.err("drain-timeout= belongs to drain");
   if (f.kind == FaultKind::kCorruptRecord && f.job.empty()) return a.err("expected job=<job id>");
   if (!f.record.empty()) {
     if (f.kind != FaultKind::kCorruptRecord) return a.err("record= belongs to corrupt-record");
@@ -927,6 +935,7 @@ void format_fault(const Scenario& s, std::string& out) {
     if (f.timeout) absl::StrAppend(&l, " timeout=", f.timeout);
     if (!f.job.empty()) absl::StrAppend(&l, " job=", quote(f.job));
     if (!f.record.empty()) absl::StrAppend(&l, " record=", f.record);
+    if (f.drain_timeout) absl::StrAppend(&l, " drain-timeout=", format_duration(*f.drain_timeout));
     put(out, l);
   }
 }

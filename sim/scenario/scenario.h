@@ -50,6 +50,11 @@ struct Topology {
   std::uint32_t workers = 4;
   std::uint32_t shards = 4;
   std::uint32_t slots = 32;  // runs one worker executes at once (max_concurrent)
+  // Workers are `kairos server`'s embedded ones: a worker restarted after a
+  // crash first hands back the runs its dead process was executing
+  // (JobStore::release_abandoned, as the server does at startup once their
+  // job groups are proven over), then starts.
+  bool handback = false;
   friend bool operator==(const Topology&, const Topology&) = default;
 };
 
@@ -231,6 +236,9 @@ struct FaultSpec {
   std::uint32_t error = 0, timeout = 0;               // sink-faults
   std::string job;                                    // corrupt-record
   std::string record;  // corrupt-record: which of the job's records (kCorruptibleRecords)
+  // drain: the drain timeout (`kairos worker --drain-timeout`): once it
+  // passes with attempts still running, Worker::stop_running stops them.
+  std::optional<absl::Duration> drain_timeout;
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
 

@@ -461,6 +461,7 @@ void Workload::cancel(std::size_t index) {
   if (node == nullptr) return;
   node->cancel_job(jobs_[c.job].spec.id, [this, index](absl::StatusOr<CancelResult> r) {
     PlannedCancel& c = cancels_[index];
+    if (!r.ok()) note_undecodable(jobs_[c.job].spec.id, "cancel", r.status());
     if (!r.ok() || c.acked) return;
     c.acked = true;
     c.acked_at = ctx_->world.now();
@@ -474,6 +475,17 @@ void Workload::cancel(std::size_t index) {
     ctx_->log.record(std::move(e));
     if (c.recreate_after) arm_recreate(index);
   });
+}
+
+void Workload::note_undecodable(const std::string& job, std::string_view op,
+                                const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kDataLoss) return;
+  ctx_->world.mark("client.request-undecodable");
+  Event e;
+  e.at = ctx_->clock.now();
+  e.kind = client_events::kRequestUndecodable;
+  e.with("job", job).with("op", std::string(op)).with("error", std::string(status.message()));
+  ctx_->log.record(std::move(e));
 }
 
 void Workload::arm_recreate(std::size_t index) {
@@ -501,6 +513,7 @@ void Workload::recreate(std::size_t index) {
   if (node == nullptr) return;
   node->create_job(jobs_[c.job].spec, [this, index](absl::StatusOr<CreateResult> r) {
     PlannedCancel& c = cancels_[index];
+    if (!r.ok()) note_undecodable(jobs_[c.job].spec.id, "create", r.status());
     if (!r.ok() || c.again) return;  // errors: the retry timer sends it again
     c.again = r->job;
     PlannedJob& job = jobs_[c.job];
@@ -607,6 +620,7 @@ void Workload::answered(std::size_t index, const absl::Status& status, std::uint
   Event e;
   e.at = ctx_->clock.now();
   if (!status.ok()) {
+    note_undecodable(id, name(c.op), status);
     e.kind = client_events::kControlRefused;
     e.with("job", id)
         .with("op", std::string(name(c.op)))

@@ -280,6 +280,9 @@ class Workload {
   void recreate(std::size_t index);
   // Arms the re-creation of cancel `index` (its cancel acknowledged).
   void arm_recreate(std::size_t index);
+  // A DataLoss answer (a record of the job does not decode): the client
+  // event client.request_undecodable, for the checker.
+  void note_undecodable(const std::string& job, std::string_view op, const absl::Status& status);
   void control(std::size_t index);
   // True while a control request on the same job planned before `index`
   // (earlier `at`, or the same `at` and an earlier line) has no answer.

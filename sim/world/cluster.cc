@@ -240,8 +240,11 @@ void Cluster::on_execution(NodeId worker, RunHandle h, const RunRequest& r, bool
     }
     open_executions_[{worker, h}] = executions_.size();
     executions_.push_back(e);
+    if (scenario_.topology.handback)
+      held_[{worker, h}] = {RunId{r.job_id, r.incarnation, r.nominal_time}, r.fencing_token};
     return;
   }
+  held_.erase({worker, h});
   auto it = open_executions_.find({worker, h});
   if (it == open_executions_.end()) return;
   executions_[it->second].end = world_.now();
@@ -264,6 +267,14 @@ std::uint64_t Cluster::runs_fired() const {
   for (const auto& node : nodes_)
     if (node->runner) n += node->runner->stats().started;
   return n;
+}
+
+std::vector<std::pair<RunId, std::uint64_t>> Cluster::take_abandoned(NodeId worker) {
+  auto it = abandoned_.find(worker);
+  if (it == abandoned_.end()) return {};
+  std::vector<std::pair<RunId, std::uint64_t>> out = std::move(it->second);
+  abandoned_.erase(it);
+  return out;
 }
 
 NodeId Cluster::resolve(const std::string& sel) {
@@ -327,6 +338,7 @@ void Cluster::start_process(NodeId id) {
   }
   n.process = (*f)(*n.ctx);
   process_started_[id] = world_.now();
+  process_starts_.push_back({id, world_.now()});
   NodeProcess* p = n.process.get();
   n.timers->post([p] { p->start(); });
 }
@@ -342,7 +354,9 @@ void Cluster::on_event(const Event& e) {
     const auto* v = e.find(name);
     return v && std::get_if<std::string>(v) ? std::get<std::string>(*v) : std::string();
   };
-  if (k == event_kinds::kRunLeaseLapsed) {
+  if (k == event_kinds::kRunLeaseLapsed && field("reason") == "worker_restart") {
+    world_.mark("kernel.run-handed-back");
+  } else if (k == event_kinds::kRunLeaseLapsed) {
     world_.mark("kernel.lease-lapsed");
     // Stolen after a pause: the lapsed holder was paused during its lease.
     const NodeId holder = world_.find_node(field("worker"));
@@ -440,6 +454,11 @@ void Cluster::crash_node(NodeId id) {
   network_.transport(id).set_handler(nullptr);
   store_->reset_client(id);
   sink_->reset_node(id);
+  // What the process was executing dies with it (the job shim's group is
+  // killed with its server); its next process hands those runs back.
+  for (auto it = held_.lower_bound({id, RunHandle{}}); it != held_.end() && it->first.first == id;
+       ++it)
+    abandoned_[id].push_back(it->second);
   if (n.runner) n.runner->reset();
   if (n.tap) n.tap->reset();
   // Destroyed with the cluster: the crash may come from inside its callback.
@@ -622,6 +641,20 @@ void Cluster::apply(const FaultSpec& f) {
       drains_.push_back({n, process_started_[n], world_.now()});
       // The process stops once drained, as `kairos worker` exits after its
       // drain (prod/cli/drain.h).
+      // The drain timeout: what still runs then is stopped (Worker::stop_running,
+      // as `kairos worker` does when --drain-timeout passes); each stopped
+      // attempt reports kStopped, which hands its run back.
+      if (f.drain_timeout) {
+        const absl::Time started = process_started_[n];
+        later(*f.drain_timeout, [this, n, started] {
+          if (!world_.is_up(n) || process_started_[n] != started) return;
+          NodeProcess* q = nodes_[n]->process.get();
+          Worker* dw = q != nullptr ? q->worker() : nullptr;
+          if (dw == nullptr || !dw->draining()) return;
+          world_.mark("worker.drain-timed-out");
+          dw->stop_running();
+        });
+      }
       w->drain([this, n, i, len] {
         DrainFact& d = drains_[i];
         d.completed = world_.now();
@@ -771,6 +804,7 @@ History Cluster::history() const {
   h.shard_count = scenario_.topology.shards;
   h.leader_ttl = lease_config(scenario_.timing).leader_ttl;
   h.drains = &drains_;
+  h.process_starts = &process_starts_;
   {
     const WorkerConfig w = worker_config(scenario_, "x", {0});
     h.drain_report_bound = static_cast<std::int64_t>(w.max_report_attempts) *

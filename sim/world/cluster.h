@@ -141,6 +141,10 @@ class Cluster {
   NodeId leader_hint() const;
   // A live scheduler's job API, chosen with `random`; null when none is up.
   SchedulerNode* pick_scheduler(Random& random);
+  // `topology ... handback=yes`: the runs (and tokens) the worker's previous
+  // process was executing when it crashed, which its restart hands back
+  // (JobStore::release_abandoned); taken once, empty otherwise.
+  std::vector<std::pair<RunId, std::uint64_t>> take_abandoned(NodeId worker);
 
  private:
   class NodeLog;
@@ -186,6 +190,12 @@ class Cluster {
   // ones by (worker, runner handle); and the nodes' time faults.
   std::vector<Execution> executions_;
   std::map<std::pair<NodeId, RunHandle>, std::size_t> open_executions_;
+  // With handback: the run and token of each open execution, and what a
+  // crash left for the node's next process to hand back.
+  std::map<std::pair<NodeId, RunHandle>, std::pair<RunId, std::uint64_t>> held_;
+  std::map<NodeId, std::vector<std::pair<RunId, std::uint64_t>>> abandoned_;
+  // Every process start of every node (true time), for the hand-back rule.
+  std::vector<ProcessStart> process_starts_;
   std::vector<NodeWindow> time_faults_;
   std::vector<LeaseRefusal> refusals_;  // renewal refusals the workers handled
   std::vector<ReportFact> reports_;     // reports the workers sent, and their answers

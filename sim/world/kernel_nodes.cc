@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "core/base/check.h"
+#include "core/kernel/job_store.h"
+#include "core/kernel/node_support.h"
 #include "sim/world/world.h"
 
 namespace kairos::sim {
@@ -119,12 +121,49 @@ class SchedulerProcess final : public NodeProcess {
 class WorkerProcess final : public NodeProcess {
  public:
   explicit WorkerProcess(NodeContext& ctx)
-      : worker_(ctx.clock, ctx.timers, ctx.transport, *ctx.runner, ctx.random, ctx.log, ctx.metrics,
+      : ctx_(ctx),
+        store_(ctx.scenario.topology.shards, ctx.bugs,
+               scheduler_config(ctx.scenario, ctx.name).policy),
+        abandoned_(ctx.cluster.take_abandoned(ctx.id)),
+        worker_(ctx.clock, ctx.timers, ctx.transport, *ctx.runner, ctx.random, ctx.log, ctx.metrics,
                 config(ctx)) {}
-  void start() override { worker_.start(); }
+  void start() override { hand_back(0, 0); }
   Worker* worker() override { return &worker_; }
 
  private:
+  // With `topology ... handback=yes`, as `kairos server` does at startup
+  // before its workers start (prod/cli/server_command.cc, hand_back_run):
+  // each run the dead process was executing goes back to the scheduler,
+  // fenced by its token (JobStore::release_abandoned), tried up to three
+  // times while the outcome is unknown; then the worker starts.
+  void hand_back(std::size_t i, int tries) {
+    if (i == abandoned_.size()) {
+      worker_.start();
+      return;
+    }
+    const RunId run = abandoned_[i].first;
+    const std::uint64_t token = abandoned_[i].second;
+    auto out = std::make_shared<ReleaseResult>();
+    ctx_.storage.transact(
+        [this, run, token, out](Txn& t) {
+          return store_.release_abandoned(t, run, token, "worker_restart", out.get());
+        },
+        [this, i, tries, out](TxnResult r) {
+          if (r.committed()) {
+            // Refused: the reaper had lapsed it already, or it was granted
+            // anew (a stale token); nothing to give back.
+            if (out->verdict != WriteVerdict::kAccepted) ctx_.world.mark("kernel.handback-refused");
+            for (Event& e : out->events)
+              record_event(std::move(e), ctx_.clock.now(), "node", ctx_.name, ctx_.log,
+                           ctx_.metrics);
+          } else if (r.outcome != CommitOutcome::kAborted && tries + 1 < 3) {
+            hand_back(i, tries + 1);
+            return;
+          }
+          hand_back(i + 1, 0);
+        });
+  }
+
   static WorkerConfig config(NodeContext& ctx) {
     // Each worker starts with a different scheduler, so load spreads.
     std::vector<PeerId> nodes;
@@ -135,6 +174,9 @@ class WorkerProcess final : public NodeProcess {
     c.crash_point = ctx.crash_here;
     return c;
   }
+  NodeContext& ctx_;
+  JobStore store_;
+  std::vector<std::pair<RunId, std::uint64_t>> abandoned_;
   Worker worker_;
 };
 

@@ -62,6 +62,13 @@ inline constexpr std::string_view kOtherMarks[] = {
     "kernel.node-departed",
     "kernel.stale-renewal-rejected",
     "kernel.run-released",
+    // A restarted worker (topology handback=yes) handed back a run its dead
+    // process held, before the lease expired (run.lease_lapsed
+    // reason=worker_restart).
+    "kernel.run-handed-back",
+    // A hand-back the store refused: the lease had lapsed and the run moved
+    // on (re-queued, re-granted or over) before the worker came back.
+    "kernel.handback-refused",
     "worker.lease-lost",
     "policy.ledger-cancelled-before-dispatch",
     "crash-point.dispatch-before-commit",
@@ -104,12 +111,18 @@ inline constexpr std::string_view kOtherMarks[] = {
     "kernel.report-refused-undecodable",
     // A worker's drain completed (fault drain): its `drained` callback ran.
     "worker.drained",
+    // A drain's timeout passed with the worker still draining (fault drain
+    // drain-timeout=D): Worker::stop_running stopped what still ran.
+    "worker.drain-timed-out",
     // A claim met a ready run of a job no longer active (cancelled with more
     // open runs than its cancel withdraws at once) and withdrew it.
     "kernel.claim-withdrew-inactive",
     // A cancel or reschedule closed a backlog longer than close_overdue
     // lists with one uncounted range record.
     "kernel.backlog-uncounted",
+    // A control request, cancel or re-create answered DataLoss (a record of
+    // its job does not decode: client.request_undecodable).
+    "client.request-undecodable",
 };
 
 }  // namespace kairos::sim

@@ -295,6 +295,30 @@ TEST_F(JobStoreTest, StoppedOutcomeReleasesTheRun) {
   EXPECT_GT(g2.token, g.token);
 }
 
+// A release on the run's last attempt fails it (a release counts as an
+// attempt); a worker that lost the answer and sends the release again must
+// hear it was applied ("already released"), not "not leased": the run still
+// stands as that release left it. Found by the simulator's
+// report-verdicts-truthful once it judged releases (drain-hands-back).
+TEST_F(JobStoreTest, ARetriedReleaseThatFailedTheRunIsAcceptedAgain) {
+  JobSpec spec = interval_job("a");
+  spec.policy.max_attempts = 1;
+  create(spec);
+  const std::uint32_t s = store.shard_of("a");
+  dispatch(s, lead(s));
+  const RunRecord g = claim("w1").grants.at(0).run;
+  EXPECT_EQ(complete(g.id, g.token, RunStatus::kStopped).verdicts[0].verdict,
+            WriteVerdict::kAccepted);
+  EXPECT_EQ(run_of(g.id)->state, RunState::kFailed);
+  const CompleteResult again = complete(g.id, g.token, RunStatus::kStopped);
+  EXPECT_EQ(again.verdicts[0].verdict, WriteVerdict::kAccepted);
+  EXPECT_EQ(again.verdicts[0].reason, "already released");
+  EXPECT_EQ(run_of(g.id)->state, RunState::kFailed);
+  // Another outcome under the same token is still refused.
+  EXPECT_NE(complete(g.id, g.token, RunStatus::kSucceeded).verdicts[0].verdict,
+            WriteVerdict::kAccepted);
+}
+
 TEST_F(JobStoreTest, TokensKeepIncreasingAcrossIncarnations) {
   create(once_job("a", T0()));
   const std::uint32_t s = store.shard_of("a");

@@ -1,7 +1,8 @@
 // The job-control rules (sim/oracle/control_checks.cc) on hand-made
 // histories: `paused-fires-nothing` (no scheduled run is created while the
 // job's record says paused) and `reschedule-withdraws-unclaimed` (a schedule
-// change cancels the job's unclaimed runs in its own commit), each firing on
+// change cancels the job's unclaimed runs in its own commit, and no manual
+// or claimed one), each firing on
 // the history that breaks it and quiet on a correct one.
 #include <gtest/gtest.h>
 
@@ -99,6 +100,38 @@ TEST(ControlChecks, AScheduleChangeLeavingAnUnclaimedRunIsAViolation) {
   same.commit(absl::Seconds(10), kLeader, same.run(absl::Seconds(10)));
   same.write_job(absl::Seconds(12));
   EXPECT_FALSE(same.fires(kWithdraw));
+}
+
+TEST(ControlChecks, AScheduleChangeWithdrawingAManualOrClaimedRunIsAViolation) {
+  // A ready run that is manual, or was claimed once and waits for its
+  // retry; the reschedule leaves it (quiet) or cancels it (a violation).
+  auto make = [](bool manual, bool withdraw) {
+    ControlHist x;
+    RunRecord r = x.run(absl::Seconds(10));
+    if (manual) r.kind = RunKind::kManual;
+    x.commit(absl::Seconds(10), kLeader, r);
+    if (!manual) {
+      r = granted(r, 1, x.at_time(absl::Seconds(11)));
+      x.commit(absl::Seconds(11), kLeader, r);
+      r.state = RunState::kReady;  // failed, back for its retry
+      r.attempts.back().end = AttemptEnd::kFailed;
+      r.attempt = 2;
+      r.owner.clear();
+      x.commit(absl::Seconds(11) + absl::Milliseconds(500), kLeader, r);
+    }
+    x.job.spec.schedule.every = absl::Seconds(45);  // the reschedule
+    std::vector<WriteOp> ops;
+    if (withdraw) {
+      r.state = RunState::kCancelled;
+      ops.push_back(Hist::put(r));
+    }
+    x.write_job(absl::Seconds(12), ops);
+    return x;
+  };
+  for (bool manual : {true, false}) {
+    EXPECT_FALSE(make(manual, false).fires(kWithdraw)) << manual;
+    EXPECT_TRUE(make(manual, true).fires(kWithdraw)) << manual;
+  }
 }
 
 }  // namespace

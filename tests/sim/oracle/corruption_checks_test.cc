@@ -4,7 +4,9 @@
 // unfinished runs are not required to end (occurrences-complete) and its
 // ready runs, which claims pass over, are owed no place in the claim order
 // (priority-order). Each rule fires on the history it is written against
-// and stays quiet on a correct one and on the excuse it states.
+// and stays quiet on a correct one and on the excuse it states. A request
+// the client saw refused for an undecodable record names a job a fault had
+// corrupted before the answer (undecodable-only-where-corrupted).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/client_events.h"
 #include "tests/support/history_builder.h"
 
 namespace kairos::sim {
@@ -134,6 +137,33 @@ TEST(CorruptionChecks, ClaimsOweACorruptedJobsReadyRunNoPlace) {
   EXPECT_EQ(make(std::nullopt).count("priority-order"), 1u);
   EXPECT_EQ(make(absl::Seconds(5)).count("priority-order"), 0u);
   EXPECT_EQ(make(absl::Seconds(20)).count("priority-order"), 1u);
+}
+
+// The client was refused for an undecodable record (DataLoss) on `job` at
+// t0 + `answered`; job-a's record stopped decoding at 5m.
+std::set<std::string> refused_undecodable(const std::string& job, absl::Duration answered) {
+  Hist x;
+  x.commit_ops(absl::Minutes(5), kWorldNode, {});  // the fault's commit
+  std::vector<CorruptedRecord> corrupted{{"job-a", x.t0 + absl::Minutes(5), 0}};
+  x.names.push_back("client");
+  NodeEvent e;
+  e.node = 3;  // the client
+  e.at = x.t0 + answered;
+  e.event.kind = client_events::kRequestUndecodable;
+  e.event.with("job", job).with("op", std::string("cancel")).with("error", std::string("job: bad"));
+  x.events.push_back(e);
+  History h = x.history();
+  h.corrupted = &corrupted;
+  return violated(h);
+}
+
+TEST(CorruptionChecks, ARequestRefusedForAnUndecodableRecordNamesACorruptedJob) {
+  constexpr std::string_view kRule = "undecodable-only-where-corrupted";
+  // The corrupted job, after its corruption: quiet.
+  EXPECT_EQ(refused_undecodable("job-a", absl::Minutes(6)).count(std::string(kRule)), 0u);
+  // Another job (its record is fine), or the corrupted one before it went bad.
+  EXPECT_EQ(refused_undecodable("job-b", absl::Minutes(6)).count(std::string(kRule)), 1u);
+  EXPECT_EQ(refused_undecodable("job-a", absl::Minutes(4)).count(std::string(kRule)), 1u);
 }
 
 }  // namespace

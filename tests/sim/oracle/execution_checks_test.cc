@@ -3,6 +3,8 @@
 // stays quiet on a correct one (and on the exemptions it states).
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/kernel/event_kinds.h"
 #include "tests/support/history_builder.h"
 
@@ -36,6 +38,7 @@ RunRecord lapsed(RunRecord r, absl::Time now) {
 struct TimeHist : Hist {
   std::vector<Execution> executions;
   std::vector<NodeWindow> time_faults;
+  std::vector<ProcessStart> starts;
   TimeHist() {
     names.push_back("worker-1");
     LeaderRecord l{"scheduler-1", 1, t0 + absl::Hours(2)};
@@ -155,6 +158,56 @@ TEST(ExecutionChecks, AReaperLapsingAnUnexpiredLeaseIsAViolation) {
   };
   EXPECT_FALSE(make(absl::Seconds(32)).fires("reaper-waits-for-expiry"));
   EXPECT_TRUE(make(absl::Seconds(31)).fires("reaper-waits-for-expiry"));
+}
+
+// A hand-back (topology handback=yes: a restarted worker's
+// JobStore::release_abandoned) ends the lease before its expiry; it is the
+// holder's own node's write, and fine only once the granted process is over.
+TEST(ExecutionChecks, AHandBackIsJudgedByTheHolderHavingDied) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  // worker-1's process started at 0s, was granted the lease at 2s (until
+  // 32s) and executed it from 3s until `exec_end`; its node restarted at
+  // `restart` (none when negative) and the node handed the run back at 10s.
+  struct Case {
+    absl::Duration restart, exec_end;
+    NodeId writer = kWorker;
+  };
+  auto make = [&](Case c) {
+    auto x = std::make_unique<TimeHist>();
+    x->starts.push_back({kWorker, x->at(absl::ZeroDuration())});
+    if (c.restart >= absl::ZeroDuration()) x->starts.push_back({kWorker, x->at(c.restart)});
+    x->commit(absl::Seconds(1), kLeader, r);
+    const RunRecord g = granted(r, 1, x->at(absl::Seconds(2)));
+    x->commit(absl::Seconds(2), kLeader, g);
+    x->execute(r, 1, absl::Seconds(3), c.exec_end);
+    x->commit(absl::Seconds(10), c.writer, lapsed(g, x->at(absl::Seconds(10))));
+    return x;
+  };
+  auto fires = [](const TimeHist& x, std::string_view name) {
+    History h = x.full();
+    h.process_starts = &x.starts;
+    for (const auto& v : Checker::with_defaults().run(h, {}).violations)
+      if (v.invariant == name) return true;
+    return false;
+  };
+  constexpr std::string_view kRule = "handback-after-holder-died";
+  // The process crashed at 5s (its execution ended then) and the node came
+  // back at 9s: a hand-back, judged by this rule alone (not the reaper's
+  // wait, nor a leader write).
+  auto ok = make({absl::Seconds(9), absl::Seconds(5)});
+  EXPECT_FALSE(fires(*ok, kRule));
+  EXPECT_FALSE(fires(*ok, "reaper-waits-for-expiry"));
+  EXPECT_FALSE(fires(*ok, "leader-writes-within-lease"));
+  // The granted process itself gives its lease back (no restart since).
+  EXPECT_TRUE(fires(*make({absl::Seconds(-1), absl::Seconds(5)}), kRule));
+  // Restarted, but the attempt still executes at the hand-back.
+  EXPECT_TRUE(fires(*make({absl::Seconds(9), absl::Seconds(20)}), kRule));
+  // Restarted before the grant: the granted process is the live one.
+  EXPECT_TRUE(fires(*make({absl::Seconds(1), absl::Seconds(5)}), kRule));
+  // A lapse before the expiry by another node is the reaper's, judged there.
+  auto reaper = make({absl::Seconds(9), absl::Seconds(5), kOther});
+  EXPECT_FALSE(fires(*reaper, kRule));
+  EXPECT_TRUE(fires(*reaper, "reaper-waits-for-expiry"));
 }
 
 TEST(ExecutionChecks, LeaderBodyWritesByANonLeaderOrAfterExpiryAreViolations) {

@@ -6,7 +6,10 @@
 // `report-verdicts-truthful` fires when a copy of an applied report is
 // answered refused while the run still stands as the report left it, and
 // stays quiet once the run was written again, before the report applied and
-// on an accepted copy; `report-events-truthful` fires when a worker's
+// on an accepted copy. Releases (a draining worker's `stopped` report) are
+// judged by both: an attempt ends `released` only by its worker's stopped
+// report of that token, and a copy of an applied release is not refused;
+// `report-events-truthful` fires when a worker's
 // report_accepted / report_rejected event names a verdict or reason no
 // answer it handled at that instant gave, and stays quiet on faithful lines;
 // `reports-abandoned-unanswered` fires when a report is given up although
@@ -298,6 +301,82 @@ TEST(ReportChecks, AReportIsAbandonedOnlyWhenItsLastSendWentUnanswered) {
   logged.settled(absl::Seconds(12) + absl::Milliseconds(300), event_kinds::kWorkerReportAccepted,
                  none);
   EXPECT_EQ(logged.fired().count(std::string(kEvents)), 1u);
+}
+
+// A release: the draining worker's `stopped` report hands the grant back
+// unrun; the store ends the attempt `released` and re-queues the run, or
+// fails it on its last attempt (the outcome is the failure, not the report's).
+struct ReleaseHist : ReportHist {
+  void release(absl::Duration at, bool last) {
+    r.attempts.back().end = AttemptEnd::kReleased;
+    r.attempts.back().finished_at = t0 + at;
+    r.owner.clear();
+    r.lease_expiry = absl::InfinitePast();
+    if (last) {
+      r.state = RunState::kFailed;
+      r.outcome = RunStatus::kFailed;
+      r.detail = "released on the last attempt (1 of 1)";
+    } else {
+      r.state = RunState::kReady;
+      r.attempt += 1;
+      r.ready_at = t0 + at;
+    }
+    commit(at, kNode, r);
+  }
+};
+
+TEST(ReportChecks, AReleaseNeedsTheWorkersStoppedReport) {
+  // Handed back by the worker: quiet, re-queued or failed on the last attempt.
+  for (bool last : {false, true}) {
+    ReleaseHist ok;
+    ok.report(absl::Seconds(12), RunStatus::kStopped, 0, "worker draining");
+    ok.release(absl::Seconds(12) + absl::Milliseconds(5), last);
+    EXPECT_EQ(ok.fired().count(std::string(kRecord)), 0u) << last;
+  }
+  // Released with no report at all, or with a report that said something
+  // else (a failure recorded as a hand-back): the store ended an attempt its
+  // worker never gave back.
+  ReleaseHist none;
+  none.release(absl::Seconds(12), false);
+  EXPECT_EQ(none.fired().count(std::string(kRecord)), 1u);
+  ReleaseHist other;
+  other.report(absl::Seconds(12), RunStatus::kFailed, 1, "boom");
+  other.release(absl::Seconds(12) + absl::Milliseconds(5), false);
+  EXPECT_EQ(other.fired().count(std::string(kRecord)), 1u);
+  // A stopped report of another token does not cover this attempt.
+  ReleaseHist token;
+  token.report(absl::Seconds(12), RunStatus::kStopped, 0, "worker draining");
+  token.reports.back().token = 7;
+  token.release(absl::Seconds(12) + absl::Milliseconds(5), false);
+  EXPECT_EQ(token.fired().count(std::string(kRecord)), 1u);
+}
+
+TEST(ReportChecks, ARefusedCopyOfAnAppliedReleaseIsAViolation) {
+  // The release failed the run on its last attempt; the worker lost the
+  // answer and sent it again: "not leased" would say it was never applied.
+  auto applied = [](bool last) {
+    ReleaseHist h;
+    h.report(absl::Seconds(12), RunStatus::kStopped, 0, "worker draining");
+    h.release(absl::Seconds(12) + absl::Milliseconds(5), last);
+    return h;
+  };
+  for (bool last : {false, true}) {
+    ReleaseHist refused = applied(last);
+    refused.report(absl::Seconds(14), RunStatus::kStopped, 0, "worker draining",
+                   WriteVerdict::kNotLeased);
+    EXPECT_EQ(refused.fired().count(std::string(kTruthful)), 1u) << last;
+    ReleaseHist accepted = applied(last);
+    accepted.report(absl::Seconds(14), RunStatus::kStopped, 0, "worker draining",
+                    WriteVerdict::kAccepted);
+    EXPECT_EQ(accepted.fired().count(std::string(kTruthful)), 0u) << last;
+  }
+  // Claimed again (token 2) before the copy's answer: stale is the truth.
+  ReleaseHist moved = applied(false);
+  moved.r = granted(moved.r, 2, moved.t0 + absl::Seconds(13));
+  moved.commit(absl::Seconds(13), kNode, moved.r);
+  moved.report(absl::Seconds(14), RunStatus::kStopped, 0, "worker draining",
+               WriteVerdict::kStaleToken);
+  EXPECT_EQ(moved.fired().count(std::string(kTruthful)), 0u);
 }
 
 }  // namespace
