@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/base/stable_hash.h"
 #include "core/kernel/job_store.h"
@@ -38,7 +40,9 @@
 
 namespace kairos::sim {
 
-// Interns strings to dense indices (lookups only; never iterated).
+// Interns strings to dense indices (lookups only; never iterated). Each
+// string is kept once: the index views the stored names, which a deque never
+// moves.
 class Interner {
  public:
   std::uint32_t id(std::string_view s);
@@ -49,8 +53,8 @@ class Interner {
   static constexpr std::uint32_t kNone = 0xffffffffu;
 
  private:
-  absl::flat_hash_map<std::string, std::uint32_t> ids_;
-  std::vector<std::string> names_;
+  absl::flat_hash_map<absl::string_view, std::uint32_t> ids_;
+  std::deque<std::string> names_;
 };
 
 // One write of a run record.
