@@ -62,6 +62,10 @@ void replay_facts(const History& h, Replay& r) {
   r.runs.resize(names.size());
   const auto& runs = h.facts->runs();
   const auto& leader_facts = h.facts->leaders();
+  // At most one step per fact: reserved once, so a day-long history's
+  // steps are not copied (and held twice) as they grow.
+  r.run_steps.reserve(runs.size());
+  r.leader_steps.reserve(leader_facts.size());
   std::size_t ri = 0, li = 0;
   while (ri < runs.size() || li < leader_facts.size()) {
     // A commit's leader writes are replayed before its run writes.
@@ -219,6 +223,9 @@ class PolicyReplay {
   void replay_runs() {
     runs_.assign(names_.size(), Run{});
     const auto& facts = h_.facts->runs();
+    // At most one grant and one unfinished count per fact (see replay_facts).
+    out_.grants.reserve(facts.size());
+    out_.unfinished.reserve(facts.size());
     for (std::size_t i = 0; i < facts.size();) {
       std::size_t e = i;
       while (e < facts.size() && facts[e].commit == facts[i].commit) ++e;
