@@ -49,8 +49,7 @@ void replay_facts(const History& h, Replay& r) {
   const Interner& names = h.facts->strings();
   std::map<std::uint32_t, LeaderView> leaders;
   absl::flat_hash_map<std::uint32_t, std::uint64_t> job_tokens;
-  // Acknowledged cancels by (interned job, incarnation): the earliest ack.
-  std::map<std::pair<std::uint32_t, std::uint64_t>, absl::Time> cancels;
+  auto& cancels = r.cancel_acks;
   if (h.cancels != nullptr) {
     for (const auto& c : *h.cancels) {
       const std::uint32_t j = names.find(c.job);
@@ -94,7 +93,7 @@ void replay_facts(const History& h, Replay& r) {
     s.before_lease_expiry_us = t.lease_expiry_us;
     if (auto it = leaders.find(f.shard); it != leaders.end()) s.leader = it->second;
     if (auto c = cancels.find({f.job, f.incarnation}); c != cancels.end())
-      s.cancel_acked = c->second;
+      s.cancel_acked = &c->second;
     if (s.created) {
       t.exists = true;
       t.job = f.job;
