@@ -185,6 +185,12 @@ void MemoryStorage::transact(TxnBody body, TxnDone done, TxnMode mode) {
       [done = std::move(done), result = std::move(result)]() mutable { done(std::move(result)); });
 }
 
+void MemoryStorage::clear() {
+  index_.clear();
+  data_.clear();
+  unsynced_.clear();
+}
+
 void MemoryStorage::sync() {
   auto pending = std::move(unsynced_);
   unsynced_.clear();

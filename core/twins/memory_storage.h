@@ -52,6 +52,10 @@ class MemoryStorage final : public Storage {
   // Rolls back every unsynced commit and drops the held results.
   void lose_unsynced();
   std::size_t unsynced_count() const { return unsynced_.size(); }
+  // Drops every record and every unsynced commit with its held result, as
+  // if the store were new (the simulator frees a finished run's store when
+  // its checker does not read it).
+  void clear();
 
   // Read access for tests and the simulator's checker.
   using Map = std::map<std::string, std::string, std::less<>>;

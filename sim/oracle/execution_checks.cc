@@ -13,6 +13,7 @@
 // assumption the rule is about; fencing at the sink covers those, and the
 // sink invariants judge them.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <utility>
 #include <vector>
@@ -276,10 +277,16 @@ void leader_writes_within_lease(const History& h, const Replay& r, Findings& out
     if (outcome == "cancelled" || outcome == "manual" || outcome == "paused") continue;
     auto sh = shard_of.find(l.job);
     if (sh == shard_of.end()) continue;
+    // The shard's last leader write at or before the decision's commit
+    // (the steps are in commit order).
     LeaderView view;
-    if (auto it = leaders.find(sh->second); it != leaders.end())
-      for (const auto& [commit, v] : it->second)
-        if (commit <= l.commit) view = v;
+    if (auto it = leaders.find(sh->second); it != leaders.end()) {
+      const auto& steps = it->second;
+      auto after = std::upper_bound(
+          steps.begin(), steps.end(), l.commit,
+          [](std::uint64_t commit, const auto& step) { return commit < step.first; });
+      if (after != steps.begin()) view = std::prev(after)->second;
+    }
     judge(view, l.commit, l.store_us, sh->second,
           absl::StrCat("a ledger decision (", outcome, ", ", time_text(l.from), ")"),
           names.name(l.job), "");

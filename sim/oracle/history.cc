@@ -12,8 +12,8 @@ std::uint32_t Interner::id(std::string_view s) {
   auto it = ids_.find(absl_sv(s));
   if (it != ids_.end()) return it->second;
   const auto id = static_cast<std::uint32_t>(names_.size());
-  names_.emplace_back(s);
-  ids_.emplace(std::string(s), id);
+  const std::string& name = names_.emplace_back(s);
+  ids_.emplace(absl::string_view(name.data(), name.size()), id);
   return id;
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/base/stable_hash.h"
 #include "core/kernel/job_store.h"
@@ -39,7 +41,9 @@
 
 namespace kairos::sim {
 
-// Interns strings to dense indices (lookups only; never iterated).
+// Interns strings to dense indices (lookups only; never iterated). Each
+// string is kept once: the index views the stored names, which a deque never
+// moves.
 class Interner {
  public:
   std::uint32_t id(std::string_view s);
@@ -50,20 +54,14 @@ class Interner {
   static constexpr std::uint32_t kNone = 0xffffffffu;
 
  private:
-  absl::flat_hash_map<std::string, std::uint32_t> ids_;
-  std::vector<std::string> names_;
+  absl::flat_hash_map<absl::string_view, std::uint32_t> ids_;
+  std::deque<std::string> names_;
 };
 
-// One write of a run record.
+// One write of a run record. (A day-long history has millions: the fields
+// are laid out without padding, the wide ones first.)
 struct RunFact {
-  std::uint64_t commit = 0;    // StoreCommit::index
-  std::uint32_t run = 0;       // interned idempotency key
-  std::uint32_t job = 0;       // interned job id
-  std::uint32_t owner = 0;     // interned worker id ("" when none)
-  NodeId client = kWorldNode;  // the node whose transaction wrote it
-  RunState state = RunState::kReady;
-  std::uint32_t shard = 0;
-  std::uint32_t attempt = 0;
+  std::uint64_t commit = 0;  // StoreCommit::index
   std::uint64_t incarnation = 0;
   std::uint64_t token = 0;
   std::int64_t store_us = 0;  // Txn::now() of the commit
@@ -71,17 +69,24 @@ struct RunFact {
   std::int64_t lease_expiry_us = 0;
   // What the policy invariants read.
   std::int64_t ready_us = 0;  // RunRecord::ready_at (claimable from; retries: end of backoff)
-  std::int8_t priority = 0;
-  bool manual = false;                         // RunKind::kManual
-  AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
+  // A leased write: the owner's own clock at the true time of the commit
+  // (the simulator reads it; 0 when not leased or the owner is not a node).
+  std::int64_t owner_clock_us = 0;
+  std::uint32_t run = 0;       // interned idempotency key
+  std::uint32_t job = 0;       // interned job id
+  std::uint32_t owner = 0;     // interned worker id ("" when none)
+  NodeId client = kWorldNode;  // the node whose transaction wrote it
+  std::uint32_t shard = 0;
+  std::uint32_t attempt = 0;
   // When the latest attempt ended as a worker reports it (succeeded,
   // failed, failed-permanent, timed-out, released): its index in
   // FactRecorder::reported_ends(); kNoEnd otherwise.
   static constexpr std::uint32_t kNoEnd = 0xffffffffu;
   std::uint32_t reported_end = kNoEnd;
-  // A leased write: the owner's own clock at the true time of the commit
-  // (the simulator reads it; 0 when not leased or the owner is not a node).
-  std::int64_t owner_clock_us = 0;
+  RunState state = RunState::kReady;
+  std::int8_t priority = 0;
+  bool manual = false;                         // RunKind::kManual
+  AttemptEnd last_end = AttemptEnd::kRunning;  // how the latest attempt ended (none: kRunning)
 };
 
 // What a run record written with a reported end (RunFact::reported_end)

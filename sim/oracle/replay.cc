@@ -49,8 +49,7 @@ void replay_facts(const History& h, Replay& r) {
   const Interner& names = h.facts->strings();
   std::map<std::uint32_t, LeaderView> leaders;
   absl::flat_hash_map<std::uint32_t, std::uint64_t> job_tokens;
-  // Acknowledged cancels by (interned job, incarnation): the earliest ack.
-  std::map<std::pair<std::uint32_t, std::uint64_t>, absl::Time> cancels;
+  auto& cancels = r.cancel_acks;
   if (h.cancels != nullptr) {
     for (const auto& c : *h.cancels) {
       const std::uint32_t j = names.find(c.job);
@@ -62,6 +61,10 @@ void replay_facts(const History& h, Replay& r) {
   r.runs.resize(names.size());
   const auto& runs = h.facts->runs();
   const auto& leader_facts = h.facts->leaders();
+  // At most one step per fact: reserved once, so a day-long history's
+  // steps are not copied (and held twice) as they grow.
+  r.run_steps.reserve(runs.size());
+  r.leader_steps.reserve(leader_facts.size());
   std::size_t ri = 0, li = 0;
   while (ri < runs.size() || li < leader_facts.size()) {
     // A commit's leader writes are replayed before its run writes.
@@ -92,7 +95,7 @@ void replay_facts(const History& h, Replay& r) {
     s.before_granted_at = t.granted_at;
     if (auto it = leaders.find(f.shard); it != leaders.end()) s.leader = it->second;
     if (auto c = cancels.find({f.job, f.incarnation}); c != cancels.end())
-      s.cancel_acked = c->second;
+      s.cancel_acked = &c->second;
     if (s.created) {
       t.exists = true;
       t.job = f.job;
@@ -223,6 +226,9 @@ class PolicyReplay {
   void replay_runs() {
     runs_.assign(names_.size(), Run{});
     const auto& facts = h_.facts->runs();
+    // At most one grant and one unfinished count per fact (see replay_facts).
+    out_.grants.reserve(facts.size());
+    out_.unfinished.reserve(facts.size());
     for (std::size_t i = 0; i < facts.size();) {
       std::size_t e = i;
       while (e < facts.size() && facts[e].commit == facts[i].commit) ++e;

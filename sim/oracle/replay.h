@@ -77,14 +77,10 @@ struct LeaderStep {
 };
 
 // One applied run-record write and what the replay knew just before it.
+// (A day-long history has millions: the fields are laid out without padding.)
 struct RunStep {
   const RunFact* fact = nullptr;
   const StoreCommit* commit = nullptr;
-  bool created = false;  // the first write of this run
-  // A grant: the write leases the run under a token it did not hold leased.
-  bool grant = false;
-  // The run before this write (meaningless when created).
-  RunState before_state = RunState::kReady;
   std::uint64_t before_token = 0;  // highest token so far
   std::int64_t before_lease_expiry_us = 0;
   // The holder of the lease standing before this write (interned worker id;
@@ -97,8 +93,14 @@ struct RunStep {
   // The job's highest granted token before this write (grants only).
   std::uint64_t job_max_token = 0;
   // When the client saw the cancel of this run's (job, incarnation)
-  // acknowledged, if it did.
-  std::optional<absl::Time> cancel_acked;
+  // acknowledged, if it did (null: it did not); points into
+  // Replay::cancel_acks.
+  const absl::Time* cancel_acked = nullptr;
+  bool created = false;  // the first write of this run
+  // A grant: the write leases the run under a token it did not hold leased.
+  bool grant = false;
+  // The run before this write (meaningless when created).
+  RunState before_state = RunState::kReady;
 };
 
 using JobKey = std::pair<std::uint32_t, std::uint64_t>;  // (interned job id, incarnation)
@@ -186,6 +188,9 @@ struct Replay {
     std::int64_t created_us = 0;            // store time of the creating commit
     bool created_waiting = false;           // created kWaiting (overlap queue)
   };
+  // Acknowledged cancels by (interned job, incarnation): the earliest ack
+  // (what RunStep::cancel_acked points to).
+  std::map<std::pair<std::uint32_t, std::uint64_t>, absl::Time> cancel_acks;
   // Empty when the history has no store facts.
   std::vector<LeaderStep> leader_steps;  // in commit order
   std::vector<RunStep> run_steps;        // in commit order

@@ -135,6 +135,9 @@ class StoreService {
 
   NodeId node() const { return node_; }
   MemoryStorage& storage() { return storage_; }
+  // Frees the stored records and every unsynced commit (MemoryStorage::clear)
+  // once the run is over; the commit history stays.
+  void release_contents() { storage_.clear(); }
   const std::vector<StoreCommit>& commits() const { return commits_; }
   const StoreStats& stats() const { return stats_; }
   const StoreConfig& config() const { return config_; }

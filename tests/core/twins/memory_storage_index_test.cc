@@ -121,5 +121,46 @@ TEST(MemoryStorageIndex, AgreesWithAnOrderedMapThroughWritesAbortsSyncsAndLosses
   }
 }
 
+// clear() leaves an empty store whose index knows none of the old keys, drops
+// unsynced commits without delivering their results, and serves new writes.
+TEST(MemoryStorageIndex, ClearForgetsRecordsIndexAndUnsyncedCommits) {
+  ManualClock clock(absl::FromUnixSeconds(1000));
+  ManualLoop loop(clock);
+  MemoryStorage store(clock, loop);
+  store.set_deferred_sync(true);
+  Model model;
+  for (std::uint64_t i = 0; i < 50; ++i) {
+    ASSERT_TRUE(store
+                    .run([&](Txn& txn) {
+                      txn.put(key(i), "v");
+                      return absl::OkStatus();
+                    })
+                    .committed());
+  }
+  store.sync();
+  int delivered = 0;
+  store.transact(
+      [](Txn& txn) {
+        txn.put(key(99), "unsynced");
+        return absl::OkStatus();
+      },
+      [&](TxnResult) { ++delivered; });
+  ASSERT_EQ(store.unsynced_count(), 1u);
+  store.clear();
+  EXPECT_EQ(store.unsynced_count(), 0u);
+  store.sync();
+  loop.run_ready();
+  EXPECT_EQ(delivered, 0);
+  expect_agrees(store, model, 100);
+  ASSERT_TRUE(store
+                  .run([&](Txn& txn) {
+                    txn.put(key(3), "again");
+                    return absl::OkStatus();
+                  })
+                  .committed());
+  model[key(3)] = "again";
+  expect_agrees(store, model, 100);
+}
+
 }  // namespace
 }  // namespace kairos
