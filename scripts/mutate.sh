@@ -39,6 +39,7 @@
 # Usage: scripts/mutate.sh [--list] [--sample FILE] [--random K SEED]
 #          [--limit N] [--files GLOB] [--jobs N] [--swarm N] [--seeds N]
 #          [--build-dir DIR] [--out DIR] [--fail-on-survivor] [--stop-at TIME]
+#          [--in-order] [--prepare]
 #   --list               print the selected mutant ids with their line's
 #                        text (and "equivalent" for the listed ones) and exit
 #   --sample FILE        only the ids listed in FILE (first word of a line;
@@ -56,6 +57,8 @@
 #                        rest count as "not-run"
 #   --in-order           run in the order of the selection (default: by file
 #                        and line, so that one translation unit rebuilds)
+#   --prepare            only build the unmutated kairos-sim in the build
+#                        directory and exit (a later run starts from it)
 # Env: MUTATE_SCENARIOS (space-separated scenario files; default every
 # scenario but the three heavy ones named below), MUTATE_TIMEOUT_FACTOR
 # (a step may take this many times the unmutated build's time plus 60 s
@@ -77,7 +80,7 @@ EQUIV=sim/mutants/equivalent.txt
 HEAVY='day-in-the-life.scenario|day-in-the-life-1h.scenario|hundred-thousand-due-at-once.scenario'
 
 list_only=0 sample="" rnd_k="" rnd_seed="" limit="" files_glob="" jobs=1 swarm=8 seeds=1
-build_dir=build/mutate out="" fail_on_survivor=0 stop_at="" in_order=0
+build_dir=build/mutate out="" fail_on_survivor=0 stop_at="" in_order=0 prepare=0
 usage() { sed -n '/^# Usage:/,/^# Output:/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
   case $1 in
@@ -93,6 +96,7 @@ while (($#)); do
     --out) out=${2:?}; shift ;;
     --fail-on-survivor) fail_on_survivor=1 ;;
     --in-order) in_order=1 ;;
+    --prepare) prepare=1 ;;
     --stop-at) stop_at=$(date -u -d "${2:?}" +%s) || exit 2; shift ;;
     -h|--help) usage ;;
     *) echo "mutate: unknown option $1" >&2; usage ;;
@@ -376,6 +380,13 @@ if [[ ! -f $build_dir/build.ninja ]] ||
     > "$WORK/log/cmake.log" 2>&1 || { echo "mutate: cmake failed (see $WORK/log/cmake.log)" >&2; exit 2; }
 fi
 build() { nice -n 19 ninja -C "$build_dir" -j "$jobs" kairos-sim > "$1" 2>&1; }
+if ((prepare)); then
+  # Only the unmutated build, so that a later run starts from it (the test
+  # command builds it beside the sanitizer tests).
+  build "$WORK/log/build-base.log" || { echo "mutate: the unmutated tree does not build (see $WORK/log/build-base.log)" >&2; exit 2; }
+  echo "mutate: prepared $build_dir/sim/kairos-sim"
+  exit 0
+fi
 
 if [[ -n ${MUTATE_SCENARIOS:-} ]]; then
   read -r -a scenarios <<< "$MUTATE_SCENARIOS"
