@@ -222,9 +222,9 @@ void report_events_truthful(const History& h, const Replay&, Findings& out) {
     bool matched = false;
     for (auto it = lo; it != hi && !matched; ++it) {
       const ReportFact& a = *it->second;
-      matched = accepted ? a.verdict == WriteVerdict::kAccepted && !s.has_reason
-                         : a.verdict != WriteVerdict::kAccepted && s.has_reason &&
-                               names.name(s.reason) == names.name(a.reason);
+      matched = accepted
+                    ? a.verdict == WriteVerdict::kAccepted && !s.has_reason
+                    : a.verdict != WriteVerdict::kAccepted && s.has_reason && s.reason == a.reason;
     }
     if (matched) continue;
     Violation v;
