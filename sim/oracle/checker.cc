@@ -606,6 +606,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kRenewalWithinLease, renewal_within_lease},
     {inv::kLeaderWritesWithinLease, leader_writes_within_lease},
     {inv::kHandbackAfterHolderDied, handback_after_holder_died},
+    {inv::kLeaderRenewsOnCadence, leader_renews_on_cadence},
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
     {inv::kLeadershipBalanced, leadership_balanced},

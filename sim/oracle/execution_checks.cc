@@ -293,6 +293,64 @@ void leader_writes_within_lease(const History& h, const Replay& r, Findings& out
   }
 }
 
+// T10: a leader renews its lease on the documented cadence, not more often
+// (docs/SIMULATION.md, "Bounds": leader lease LT renewed every P = 2.5 s; a
+// renewal every tick multiplies the store's leadership writes by P / poll).
+// A renewal -- an applied leader write keeping the holder and epoch and
+// moving the expiry later -- follows the same holder's previous write of that
+// epoch, if the holder's node was told that one committed, by at least
+// P / (1 + max_drift) - client_timeout of true time: the node sends the next
+// renewal P after it sent the previous one (its own clock, running at most
+// max_drift fast), and that one committed no later than the store client's
+// timeout after its send. Not judged: a predecessor whose answer the node did
+// not get (it retries), a process start of the holder between the two (a new
+// process knows no renewal time), and a time fault of the holder or the store
+// from the predecessor's send to the renewal. Only a renewal the node sent
+// after the predecessor's answer is judged (one leadership request per shard
+// is in flight at a time, so a later request id of the node means a later
+// send): a request that timed out may still be applied after the next one.
+void leader_renews_on_cadence(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr || h.node_names == nullptr || h.commits == nullptr) return;
+  if (h.leader_renew_period <= absl::ZeroDuration()) return;
+  const Interner& names = h.facts->strings();
+  const absl::Duration min_gap =
+      h.leader_renew_period / (1.0 + static_cast<double>(h.max_drift_ppm) / 1e6) -
+      h.store_client_timeout;
+  if (min_gap <= absl::ZeroDuration()) return;
+  std::map<std::uint32_t, const LeaderFact*> last;  // by shard: the previous applied write
+  for (const LeaderStep& s : r.leader_steps) {
+    if (!out.open()) return;
+    const LeaderFact& f = *s.fact;
+    const LeaderFact* prev = std::exchange(last[f.shard], &f);
+    if (prev == nullptr || prev->holder != f.holder || prev->epoch != f.epoch ||
+        f.expiry_us <= prev->expiry_us)
+      continue;
+    const StoreCommit& pc = (*h.commits)[prev->commit];
+    const StoreCommit& c = (*h.commits)[f.commit];
+    const std::string& holder = names.name(f.holder);
+    // (A later request of the node: a renewal sent before the predecessor's
+    // answer -- the one before it, timed out and applied late -- is not.)
+    if (!pc.acked || pc.client != c.client || (*h.node_names)[c.client] != holder ||
+        c.request < pc.request)
+      continue;
+    if (c.at - pc.at >= min_gap) continue;
+    bool restarted = false;
+    if (h.process_starts != nullptr)
+      for (const ProcessStart& p : *h.process_starts)
+        if (p.node == c.client && p.at > pc.at - h.store_client_timeout && p.at <= c.at)
+          restarted = true;
+    if (restarted || time_faulted(h, c.client, pc.at - h.store_client_timeout, c.at)) continue;
+    Violation v;
+    v.detail = absl::StrCat(holder, " renewed its lease of shard ", f.shard, " epoch ", f.epoch,
+                            " at ", time_text(c.at), ", ", absl::FormatDuration(c.at - pc.at),
+                            " after its acknowledged write at ", time_text(pc.at), " (commit ",
+                            prev->commit, "): renewals come every ",
+                            absl::FormatDuration(h.leader_renew_period), ", at least ",
+                            absl::FormatDuration(min_gap), " apart");
+    out.add(std::move(v));
+  }
+}
+
 // E9: a hand-back ends a lease early, so only a holder that is certainly
 // over may give it: the write is its own node's, by a process that started
 // after the commit that granted the lease (the granted process died: a

@@ -513,6 +513,11 @@ struct History {
   absl::Duration lease_margin = absl::ZeroDuration();
   // How long a worker waits for the answer to a request (LeaseConfig::rpc_timeout).
   absl::Duration rpc_timeout = absl::ZeroDuration();
+  // The leader lease's renew period (LeaseConfig::leader_renew_period) and
+  // the store client's timeout (StoreConfig::client_timeout): a node learns a
+  // commit's fate within it. Zero period: leader-renews-on-cadence not judged.
+  absl::Duration leader_renew_period = absl::ZeroDuration();
+  absl::Duration store_client_timeout = absl::ZeroDuration();
   // What the scenario states its run must show, and the coverage marks the
   // run hit (how often each).
   const std::vector<Expectation>* expectations = nullptr;

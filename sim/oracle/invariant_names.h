@@ -65,6 +65,7 @@ inline constexpr std::string_view kReaperWaitsForExpiry = "reaper-waits-for-expi
 inline constexpr std::string_view kRenewalWithinLease = "renewal-within-lease";
 inline constexpr std::string_view kLeaderWritesWithinLease = "leader-writes-within-lease";
 inline constexpr std::string_view kHandbackAfterHolderDied = "handback-after-holder-died";
+inline constexpr std::string_view kLeaderRenewsOnCadence = "leader-renews-on-cadence";
 inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
 // Cluster membership (docs/SIMULATION.md, "Cluster membership and rebalancing").
@@ -196,6 +197,10 @@ inline constexpr std::array kInvariants = {
                   "(T9) a lease ends before its expiry only by a hand-back of its holder's node, "
                   "from a process started after the grant, with no execution of it still "
                   "running"},
+    InvariantInfo{inv::kLeaderRenewsOnCadence,
+                  "(T10) a leader renews its lease no more often than its renew period: an "
+                  "acknowledged leader write is renewed at least period / (1 + max drift) less "
+                  "the store client's timeout later"},
     InvariantInfo{inv::kGrantStartedWithinDeadline,
                   "(T6) a worker starts a grant only before its own-clock deadline: its clock at "
                   "the claim's send plus the lease less max drift and margin"},

@@ -243,6 +243,7 @@ void lease_loss_stops_execution(const History& h, const Replay& r, Findings& out
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out);
 void renewal_within_lease(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
+void leader_renews_on_cadence(const History& h, const Replay& r, Findings& out);
 void handback_after_holder_died(const History& h, const Replay& r, Findings& out);
 // A hand-back (JobStore::release_abandoned, a restarted worker's, as
 // `kairos server` does at startup): a write that ends a leased attempt as

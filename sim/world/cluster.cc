@@ -798,6 +798,8 @@ History Cluster::history() const {
   h.max_drift_ppm = lease.max_drift_ppm;
   h.lease_margin = lease.margin;
   h.rpc_timeout = lease.rpc_timeout;
+  h.leader_renew_period = lease.leader_renew_period;
+  h.store_client_timeout = scenario_.store.client_timeout;
   h.expectations = &scenario_.expectations;
   h.marks = &world_.marks();
   h.balance = &balance_;

@@ -3,6 +3,7 @@
 // stays quiet on a correct one (and on the exemptions it states).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "core/kernel/event_kinds.h"
@@ -66,6 +67,9 @@ struct TimeHist : Hist {
     h.store_node = 0;
     h.max_drift_ppm = 10'000;
     h.lease_margin = absl::Seconds(1);
+    h.leader_renew_period = absl::Milliseconds(2500);
+    h.store_client_timeout = absl::Seconds(1);
+    h.process_starts = &starts;
     return h;
   }
   bool fires(std::string_view name) const {
@@ -234,6 +238,64 @@ TEST(ExecutionChecks, LeaderBodyWritesByANonLeaderOrAfterExpiryAreViolations) {
   EXPECT_TRUE(make(kLeader, kOther).fires("leader-writes-within-lease"));
   // The leader itself, after its record expired.
   EXPECT_TRUE(make(kLeader, kLeader, /*expired=*/true).fires("leader-writes-within-lease"));
+}
+
+TEST(ExecutionChecks, ALeaderRenewingFasterThanItsPeriodIsAViolation) {
+  // Shard 1's leader writes at the given offsets (seconds), each acknowledged
+  // unless listed in `unacked`; the epoch moves to 2 at `new_epoch_at`.
+  // Renewals come every 2.5 s, so at least 2.5 s / 1.01 - 1 s = 1.475 s apart.
+  auto make = [](std::vector<double> at, std::vector<double> unacked = {},
+                 double new_epoch_at = 1e9) {
+    TimeHist x;
+    for (double s : at) {
+      const absl::Duration d = absl::Seconds(s);
+      const std::uint64_t epoch = s >= new_epoch_at ? 2 : 1;
+      x.commit(d, kLeader, std::nullopt,
+               std::make_pair(1u, LeaderRecord{"scheduler-1", epoch, x.at(d + absl::Seconds(10))}));
+      x.commits.back().acked = std::find(unacked.begin(), unacked.end(), s) == unacked.end();
+      x.commits.back().request = x.commits.size();  // sent in commit order
+    }
+    return x;
+  };
+  constexpr std::string_view kRule = "leader-renews-on-cadence";
+  EXPECT_FALSE(make({1, 3.5, 6, 8.5}).fires(kRule));
+  // Renewed on every 1 s tick instead of every 2.5 s.
+  EXPECT_TRUE(make({1, 2, 3, 4}).fires(kRule));
+  // Early, yet within the bound: the earlier commit may have landed up to
+  // the store client's timeout after its send.
+  EXPECT_FALSE(make({1, 2.6}).fires(kRule));
+  EXPECT_TRUE(make({1, 2.4}).fires(kRule));
+  // The node did not learn the first write committed: it retries at once.
+  EXPECT_FALSE(make({1, 2}, /*unacked=*/{1}).fires(kRule));
+  // The second write is an older request, timed out and applied late: the
+  // node did not send it after the first one's answer.
+  {
+    TimeHist x = make({1, 2});
+    x.commits.back().request = 0;
+    EXPECT_FALSE(x.fires(kRule));
+  }
+  // A new epoch is an acquire, not a renewal.
+  EXPECT_FALSE(make({1, 2}, {}, /*new_epoch_at=*/2).fires(kRule));
+  // Another node's write in between ends the holder's run of writes.
+  {
+    TimeHist x = make({1});
+    x.commit(absl::Milliseconds(1500), kOther, std::nullopt,
+             std::make_pair(1u, LeaderRecord{"scheduler-2", 2, x.at(absl::Seconds(12))}));
+    x.commits.back().acked = true;
+    EXPECT_FALSE(x.fires(kRule));
+  }
+  // A restarted process, or a clock step of the holder, is not judged.
+  {
+    TimeHist x = make({1, 2});
+    x.starts.push_back({kLeader, x.at(absl::Milliseconds(1500))});
+    EXPECT_FALSE(x.fires(kRule));
+  }
+  {
+    TimeHist x = make({1, 2});
+    x.time_faults.push_back({kLeader, x.at(absl::Milliseconds(1200)),
+                             x.at(absl::Milliseconds(1300)), "clock step +2s"});
+    EXPECT_FALSE(x.fires(kRule));
+  }
 }
 
 }  // namespace
