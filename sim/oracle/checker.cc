@@ -596,6 +596,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kOverlapReachesLimit, overlap_reaches_limit},
     {inv::kAttemptsCounted, attempts_counted},
     {inv::kLedgerRetention, ledger_retention},
+    {inv::kLedgerCountMatches, ledger_count_matches},
     {inv::kPausedFiresNothing, paused_fires_nothing},
     {inv::kRescheduleWithdrawsUnclaimed, reschedule_withdraws_unclaimed},
     {inv::kGenerationMovesWithChanges, generation_moves_with_changes},

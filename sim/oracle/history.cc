@@ -157,6 +157,8 @@ void FactRecorder::observe_ledger_erase(std::uint64_t commit, std::int64_t store
 
 void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>& ops) {
   const std::int64_t store_us = absl::ToUnixMicros(commit.store_time);
+  const std::size_t ledger_ops_before = ledger_ops_.size();
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> counts;  // job writes: (job, ledger count)
   for (const WriteOp& op : ops) {
     if (op.kind == WriteOp::Kind::kErase && !op.key.empty() && op.key[0] == 'H') {
       observe_ledger_erase(commit.index, store_us, op.key);
@@ -226,6 +228,7 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
              paused_with_due, spec_digest(job->spec), job->spec.policy.priority,
              job->state == kairos::JobState::kCancelled, store_us,
              job->next_due_at ? absl::ToUnixMicros(*job->next_due_at) : JobFact::kNoDue});
+      counts.emplace_back(id, job->ledger_count);
       last.incarnation = job->incarnation;
       last.generation = job->generation;
       last.paused = job->paused;
@@ -282,6 +285,16 @@ void FactRecorder::observe(const StoreCommit& commit, const std::vector<WriteOp>
       f.expiry_us = absl::ToUnixMicros(rec->expiry);
       leaders_.push_back(f);
     }
+  }
+  for (const auto& [job, count] : counts) {
+    JobState& st = job_state_[job];
+    bool touched = false;
+    for (std::size_t i = ledger_ops_before; i < ledger_ops_.size() && !touched; ++i)
+      touched = ledger_ops_[i].job == job;
+    if (!st.counted || st.ledger_count != count || touched)
+      ledger_counts_.push_back({commit.index, job, count});
+    st.counted = true;
+    st.ledger_count = count;
   }
 }
 

@@ -179,6 +179,17 @@ struct LedgerOp {
   std::int64_t store_us = 0;                      // Txn::now() of the commit (puts and erases)
 };
 
+// The ledger count a job record write stored (JobRecord::ledger_count: the
+// live ledger records of its id, all incarnations, which retention prunes
+// by): kept for a job's first write, a write whose count differs from the
+// one before, and a write in a commit that also wrote or erased a ledger
+// record of that id.
+struct LedgerCountFact {
+  std::uint64_t commit = 0;
+  std::uint32_t job = 0;  // interned
+  std::uint64_t count = 0;
+};
+
 // A worker stopping a run at its own-clock lease deadline
 // ("worker.lease_deadline"): the run, the token it held, the true time and
 // the worker's clock then (the deadline, to within one timer rounding).
@@ -283,6 +294,7 @@ class FactRecorder {
   const std::vector<DepartFact>& departs() const { return departs_; }
   std::vector<DepartFact>& mutable_departs() { return departs_; }
   const std::vector<LedgerOp>& ledger_ops() const { return ledger_ops_; }
+  const std::vector<LedgerCountFact>& ledger_counts() const { return ledger_counts_; }
   // Departures: node-record writes that end the record (JobStore::depart).
   // Erasures of run records: (commit, interned idempotency key), in order.
   const std::vector<std::pair<std::uint64_t, std::uint32_t>>& run_erases() const {
@@ -305,6 +317,7 @@ class FactRecorder {
   std::vector<ReportSettledFact> settled_;
   std::vector<DepartFact> departs_;
   std::vector<LedgerOp> ledger_ops_;
+  std::vector<LedgerCountFact> ledger_counts_;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> run_erases_;
   struct JobState {
     std::uint64_t incarnation = 0;
@@ -312,6 +325,8 @@ class FactRecorder {
     bool paused = false;
     ScheduleSpec schedule;
     kairos::JobSpec spec;
+    std::uint64_t ledger_count = 0;
+    bool counted = false;
   };
   std::map<std::uint32_t, JobState> job_state_;  // by interned job id: the last record seen
   Interner strings_;

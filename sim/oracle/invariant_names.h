@@ -53,6 +53,7 @@ inline constexpr std::string_view kOverlapReachesLimit = "overlap-reaches-limit"
 inline constexpr std::string_view kAttemptsCounted = "attempts-counted";
 // Ledger retention (sim/oracle/retention_checks.cc).
 inline constexpr std::string_view kLedgerRetention = "ledger-retention";
+inline constexpr std::string_view kLedgerCountMatches = "ledger-count-matches";
 // The job-control rules (sim/oracle/control_checks.cc).
 inline constexpr std::string_view kPausedFiresNothing = "paused-fires-nothing";
 inline constexpr std::string_view kRescheduleWithdrawsUnclaimed = "reschedule-withdraws-unclaimed";
@@ -168,6 +169,9 @@ inline constexpr std::array kInvariants = {
                   "(P12) retention prunes a job's oldest ledger records only past ledger_keep or "
                   "ledger_max_age and never past an open run, and stops short of its budget only "
                   "inside both bounds"},
+    InvariantInfo{inv::kLedgerCountMatches,
+                  "(P14) every job record's ledger count, as written and at the end, is the "
+                  "number of ledger records its id holds"},
     InvariantInfo{inv::kPausedFiresNothing,
                   "(P10) no scheduled run of a job is created while its record says paused, "
                   "and a paused record names no next due time"},

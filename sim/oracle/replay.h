@@ -230,6 +230,7 @@ void overlap_reaches_limit(const History& h, const Replay& r, Findings& out);
 void attempts_counted(const History& h, const Replay& r, Findings& out);
 // Ledger retention (sim/oracle/retention_checks.cc).
 void ledger_retention(const History& h, const Replay& r, Findings& out);
+void ledger_count_matches(const History& h, const Replay& r, Findings& out);
 // The job-control rules (sim/oracle/control_checks.cc).
 void paused_fires_nothing(const History& h, const Replay& r, Findings& out);
 void reschedule_withdraws_unclaimed(const History& h, const Replay& r, Findings& out);

@@ -167,4 +167,62 @@ void ledger_retention(const History& h, const Replay&, Findings& out) {
   }
 }
 
+// P14: a job record's ledger count is the number of ledger records its id
+// holds (JobRecord::ledger_count, "live ledger records of this id, all
+// incarnations": retention prunes by it, a re-created job inherits it).
+// Replaying every ledger write and erase and the counts the job record
+// writes stored, in commit order (rolled-back commits skipped): each job
+// write the recorder kept (its first, a changed count, or one in a commit
+// that touched the id's ledger) states the number of records the id holds
+// after that commit, and after the last commit each job's last stored count
+// still does -- a prune whose commit did not store the job record leaves a
+// count that is too high, and the next incarnation prunes early by it.
+void ledger_count_matches(const History& h, const Replay&, Findings& out) {
+  if (h.facts == nullptr || h.commits == nullptr) return;
+  const Interner& names = h.facts->strings();
+  const auto& ops = h.facts->ledger_ops();
+  const auto& counts = h.facts->ledger_counts();
+  std::map<std::uint32_t, std::set<RecKey>> held;  // by job: the records the store holds
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> stored;  // (commit, count)
+  auto report = [&](std::uint32_t job, std::uint64_t commit, std::uint64_t count,
+                    std::string when) {
+    const std::size_t n = held[job].size();
+    if (count == n) return;
+    Violation v;
+    v.job = names.name(job);
+    v.detail = absl::StrCat("the job record written at commit ", commit, " counts ", count,
+                            " ledger records, but the id holds ", n, " ", when);
+    out.add(std::move(v));
+  };
+  std::size_t o = 0;
+  for (std::size_t c = 0; c < counts.size() && out.open(); ++c) {
+    const LedgerCountFact& f = counts[c];
+    for (; o < ops.size() && ops[o].commit <= f.commit; ++o) {
+      const LedgerOp& op = ops[o];
+      if (lost(h, op.commit)) continue;
+      auto& set = held[op.job];
+      if (op.erase)
+        set.erase({op.nominal, op.incarnation});
+      else
+        set.insert({op.nominal, op.incarnation});
+    }
+    if (lost(h, f.commit)) continue;
+    stored[f.job] = {f.commit, f.count};
+    report(f.job, f.commit, f.count, "after that commit");
+  }
+  for (; o < ops.size(); ++o) {
+    const LedgerOp& op = ops[o];
+    if (lost(h, op.commit)) continue;
+    auto& set = held[op.job];
+    if (op.erase)
+      set.erase({op.nominal, op.incarnation});
+    else
+      set.insert({op.nominal, op.incarnation});
+  }
+  for (const auto& [job, s] : stored) {
+    if (!out.open()) break;
+    report(job, s.first, s.second, "at the end of the run (the last job record write)");
+  }
+}
+
 }  // namespace kairos::sim

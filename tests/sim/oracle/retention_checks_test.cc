@@ -161,5 +161,62 @@ TEST(RetentionChecks, AgeBoundsPruneOldRecordsAndNothingYounger) {
   EXPECT_TRUE(kept.fires());
 }
 
+// P14: the job record's ledger count against the records its id holds.
+struct CountHist : RetentionHist {
+  static WriteOp job(std::uint64_t count) {
+    JobRecord j;
+    j.spec.id = "job-a";
+    j.incarnation = 1;
+    j.ledger_count = count;
+    return {WriteOp::Kind::kPut, keys::job("job-a"), encode(j)};
+  }
+  // A dispatch at t0 + `at` recording one occurrence and storing `count`.
+  void record(absl::Duration at, std::uint64_t count) {
+    commit_ops(at, kLeader, {put(run(at)), put("job-a", rec(at)), job(count)});
+  }
+  bool count_fires() const {
+    History h = history();
+    for (const auto& v : Checker::with_defaults().run(h, {}).violations)
+      if (v.invariant == "ledger-count-matches") return true;
+    return false;
+  }
+};
+
+TEST(RetentionChecks, AJobRecordCountsTheLedgerRecordsItsIdHolds) {
+  CountHist ok;
+  ok.commit_ops(s(1), kLeader, {CountHist::job(0)});  // created
+  ok.record(s(10), 1);
+  ok.record(s(20), 2);
+  // A sweep prunes the oldest and stores the count it left.
+  ok.commit_ops(
+      s(30), kLeader,
+      {CountHist::erase(ok.t0 + s(10)), CountHist::erase_run(ok.t0 + s(10)), CountHist::job(1)});
+  EXPECT_FALSE(ok.count_fires());
+
+  // A dispatch that recorded an occurrence without counting it.
+  CountHist uncounted;
+  uncounted.record(s(10), 1);
+  uncounted.record(s(20), 1);
+  EXPECT_TRUE(uncounted.count_fires());
+
+  // A prune whose commit did not store the job record: the count stays too
+  // high to the end of the run.
+  CountHist stale;
+  stale.record(s(10), 1);
+  stale.record(s(20), 2);
+  stale.commit_ops(s(30), kLeader,
+                   {CountHist::erase(stale.t0 + s(10)), CountHist::erase_run(stale.t0 + s(10))});
+  EXPECT_TRUE(stale.count_fires());
+
+  // A commit the store lost (crash before sync) wrote a record and its count;
+  // the replayed store holds neither, and the next dispatch counts again.
+  CountHist lost;
+  lost.record(s(10), 1);
+  lost.record(s(20), 2);
+  lost.commits.back().state = StoreCommit::State::kLost;
+  lost.record(s(25), 2);
+  EXPECT_FALSE(lost.count_fires());
+}
+
 }  // namespace
 }  // namespace kairos::sim
