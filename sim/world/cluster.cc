@@ -751,7 +751,12 @@ void Cluster::heal_everything() {
   // Clocks are corrected (as NTP or an operator would) to their configured
   // offset and drift: a jumped clock stays wrong until then, and a node
   // whose clock is off by more than the kernel's tolerated skew stops leading.
+  // The correction is a step like any jump: a clock that drifted or jumped
+  // away from its configured offset is wrong by the step's size around it, a
+  // time fault for the checker's clock-safety rules.
   for (NodeId id = 0; id < world_.node_count(); ++id) {
+    const absl::Duration step = configured_clocks_[id].offset - nodes_[id]->clock->offset();
+    if (step != absl::ZeroDuration()) time_fault(id, absl::AbsDuration(step), "clock-correction");
     nodes_[id]->clock->set_offset(configured_clocks_[id].offset);
     nodes_[id]->clock->set_drift_ppm(configured_clocks_[id].drift_ppm);
   }
