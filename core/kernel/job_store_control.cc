@@ -346,6 +346,9 @@ absl::Status JobStore::ledger(Txn& txn, const LedgerQuery& q, LedgerResult* out)
   *out = {};
   KAIROS_RETURN_IF_ERROR(validate_job_id(q.job_id));
   if (q.limit == 0 || q.limit > 10'000) return invalid("limit", "must be in [1, 10000]");
+  // An inverted window is a mistake in the request, not an empty answer:
+  // said so, it cannot pass for "nothing happened then".
+  if (q.to < q.from) return invalid("to", "must not be before from");
   const keys::Range r = keys::ledger_between(q.job_id, q.from, q.to);
   // A range record that starts before `from` but reaches into it covers
   // occurrences asked for ("why didn't 02:30 run?" is answered by a record

@@ -514,6 +514,27 @@ TEST_F(PolicyTest, LedgerQueryFindsARangeRecordStartingBeforeFrom) {
   EXPECT_FALSE(out2.more);
 }
 
+TEST_F(PolicyTest, LedgerQueryRefusesAWindowEndingBeforeItStarts) {
+  create(interval_job("a"));  // every minute from T0, run-once
+  b.clock.advance(absl::Minutes(10) + absl::Seconds(30));
+  dispatch();  // coalesced T0..T0+9m: a range that contains the inverted window
+  LedgerQuery q;
+  q.job_id = "a";
+  q.from = T0() + absl::Minutes(5);
+  q.to = T0() + absl::Minutes(4);
+  auto [r, out] =
+      body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument) << r.status;
+  EXPECT_NE(r.status.message().find("to: must not be before from"), std::string_view::npos)
+      << r.status;
+  q.to = q.from;  // an empty window is a question, answered by the range that holds it
+  auto [r2, out2] =
+      body<LedgerResult>([&](Txn& t, LedgerResult* o) { return store.ledger(t, q, o); });
+  ASSERT_TRUE(r2.committed()) << r2.status;
+  ASSERT_EQ(out2.records.size(), 1u);
+  EXPECT_EQ(out2.records[0].outcome, LedgerOutcome::kCoalesced);
+}
+
 TEST(PlantedBugs, NewNamesRoundTrip) {
   for (const char* n : {"unbounded-catch-up", "overlap-ignored", "retry-without-backoff"}) {
     PlantedBugs b;

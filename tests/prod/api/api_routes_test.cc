@@ -256,6 +256,10 @@ TEST_F(ApiRoutesTest, PauseResumeTriggerRunsDelete) {
   EXPECT_NE(a.text.find("skipped_overlap"), std::string::npos) << a.text;
   EXPECT_EQ(call("GET", "/v1/jobs/every-10s/runs?limit=0").status, 400);
   EXPECT_EQ(call("GET", "/v1/jobs/every-10s/occurrences?from=yesterday").status, 400);
+  a = call("GET",
+           "/v1/jobs/every-10s/occurrences?from=2020-01-02T00:00:00Z&to=2020-01-01T00:00:00Z");
+  EXPECT_EQ(a.status, 400) << a.text;
+  EXPECT_NE(a.text.find("to: must not be before from"), std::string::npos) << a.text;
   EXPECT_EQ(call("GET", "/v1/jobs/nope/runs").status, 404);
 
   a = call("DELETE", "/v1/jobs/every-10s");
