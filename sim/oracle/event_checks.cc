@@ -10,6 +10,15 @@
 // The record is the first write of the job record under that identity (the
 // commit the event reports); events with no such write (the commit's
 // answer lost, or the record corrupted) are not judged.
+//
+// A `run.retry_scheduled` event states the retry its commit scheduled by the
+// documented backoff (docs/POLICIES.md): its window [delay_min, delay_max]
+// is [base - base x jitter/100, base] for the failed attempt, and its delay
+// is the point the run's deterministic jitter picks inside it. An operator
+// reads from these lines when a failing job will be tried again; a window
+// that is not the policy's misstates it. (The delay the store holds is
+// retry-backoff's to judge; this is what the line says.) Judged for the
+// jobs whose policy the client knows.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -19,11 +28,67 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/absl_compat.h"
 #include "core/kernel/event_kinds.h"
+#include "core/kernel/records.h"
 #include "sim/oracle/replay.h"
 
 namespace kairos::sim {
 
-void job_events_truthful(const History& h, const Replay&, Findings& out) {
+namespace {
+
+template <typename T>
+const T* field(const Event& e, std::string_view name) {
+  const auto* v = e.find(name);
+  return v == nullptr ? nullptr : std::get_if<T>(v);
+}
+
+void retry_event_truthful(const History& h, const Replay& r, const NodeEvent& ne, Findings& out) {
+  const Event& e = ne.event;
+  const auto* job = field<std::string>(e, "job");
+  const auto* inc = field<std::uint64_t>(e, "incarnation");
+  const auto* nominal = field<absl::Time>(e, "nominal");
+  const auto* failed = field<std::uint64_t>(e, "failed_attempt");
+  const auto* delay = field<absl::Duration>(e, "delay");
+  const auto* lo = field<absl::Duration>(e, "delay_min");
+  const auto* hi = field<absl::Duration>(e, "delay_max");
+  Violation v;
+  if (job == nullptr || inc == nullptr || nominal == nullptr || failed == nullptr ||
+      delay == nullptr || lo == nullptr || hi == nullptr) {
+    v.job = job == nullptr ? std::string() : *job;
+    v.detail = absl::StrCat(absl_sv(e.kind),
+                            " lacks one of job, incarnation, nominal, failed_attempt, delay, "
+                            "delay_min, delay_max");
+    out.add(std::move(v));
+    return;
+  }
+  const std::uint32_t id = h.facts->strings().find(*job);
+  if (id == Interner::kNone || *failed < 1 || *failed > 1000) return;
+  const ClientJob* cj = r.policy.job({id, *inc});
+  if (cj == nullptr) return;
+  const auto k = static_cast<std::uint32_t>(*failed);
+  const std::string key = idempotency_key(RunId{*job, *inc, *nominal});
+  const std::int64_t want_hi = documented_retry_base_us(cj->policy, k);
+  const std::int64_t want_lo = documented_retry_floor_us(cj->policy, k);
+  const std::int64_t want = documented_retry_delay_us(cj->policy, key, k);
+  if (absl::ToInt64Microseconds(*lo) == want_lo && absl::ToInt64Microseconds(*hi) == want_hi &&
+      absl::ToInt64Microseconds(*delay) == want)
+    return;
+  v.job = *job;
+  v.run = key;
+  v.detail = absl::StrCat(
+      absl_sv(e.kind), " after attempt ", k, " says delay ", absl::FormatDuration(*delay), " in [",
+      absl::FormatDuration(*lo), ", ", absl::FormatDuration(*hi), "]; the documented backoff is ",
+      absl::FormatDuration(absl::Microseconds(want)), " in [",
+      absl::FormatDuration(absl::Microseconds(want_lo)), ", ",
+      absl::FormatDuration(absl::Microseconds(want_hi)), "] (initial ",
+      absl::FormatDuration(cj->policy.retry_initial), ", x", cj->policy.retry_multiplier_percent,
+      "%, max ", absl::FormatDuration(cj->policy.retry_max), ", jitter ",
+      cj->policy.retry_jitter_percent, "%)");
+  out.add(std::move(v));
+}
+
+}  // namespace
+
+void job_events_truthful(const History& h, const Replay& r, Findings& out) {
   if (h.events == nullptr || h.facts == nullptr) return;
   const Interner& names = h.facts->strings();
   // The first write of each (job, incarnation) and of each (job,
@@ -37,6 +102,10 @@ void job_events_truthful(const History& h, const Replay&, Findings& out) {
   for (const NodeEvent& ne : *h.events) {
     if (!out.open()) return;
     const Event& e = ne.event;
+    if (e.kind == event_kinds::kRunRetryScheduled) {
+      retry_event_truthful(h, r, ne, out);
+      continue;
+    }
     const bool is_created = e.kind == event_kinds::kJobCreated;
     if (!is_created && e.kind != event_kinds::kJobUpdated && e.kind != event_kinds::kJobResumed)
       continue;

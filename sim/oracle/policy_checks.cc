@@ -467,8 +467,6 @@ void priority_order(const History& h, const Replay& r, Findings& out) {
   }
 }
 
-namespace {
-
 // The retry delay after failed attempt k as docs/POLICIES.md states it,
 // written from the formula rather than with the kernel's policy functions
 // (a bug shared by both would hide): base(k) = min(retry_max, retry_initial
@@ -489,8 +487,10 @@ std::int64_t documented_retry_delay_us(const JobPolicy& p, std::string_view key,
                         (static_cast<uint128_t>(100) << 32);
   return base - static_cast<std::int64_t>(cut);
 }
-
-}  // namespace
+std::int64_t documented_retry_floor_us(const JobPolicy& p, std::uint32_t k) {
+  const std::int64_t hi = documented_retry_base_us(p, k);
+  return hi - static_cast<std::int64_t>(static_cast<uint128_t>(hi) * p.retry_jitter_percent / 100);
+}
 
 // P3: a failed attempt's retry becomes ready exactly its documented delay
 // after the failure's commit: inside [base - base x jitter/100, base] (both
@@ -506,8 +506,7 @@ void retry_backoff(const History& h, const Replay& r, Findings& out) {
     const std::uint32_t failed = f.attempt - 1;
     const std::int64_t delay = f.ready_us - t;
     const std::int64_t hi = documented_retry_base_us(p, failed);
-    const std::int64_t lo =
-        hi - static_cast<std::int64_t>(static_cast<uint128_t>(hi) * p.retry_jitter_percent / 100);
+    const std::int64_t lo = documented_retry_floor_us(p, failed);
     const std::int64_t want = documented_retry_delay_us(p, h.facts->strings().name(f.run), failed);
     if (delay != want)
       report(

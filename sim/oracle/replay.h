@@ -225,6 +225,14 @@ void overlap_respected(const History& h, const Replay& r, Findings& out);
 void catch_up_bounded(const History& h, const Replay& r, Findings& out);
 void misfire_threshold(const History& h, const Replay& r, Findings& out);
 void priority_order(const History& h, const Replay& r, Findings& out);
+// The retry delay after failed attempt k as docs/POLICIES.md states it
+// (sim/oracle/policy_checks.cc, written from the formula, not with the
+// kernel's policy functions): the base min(retry_max, retry_initial x
+// (multiplier/100)^(k-1)), the window's floor base - base x jitter/100, and
+// the delay the run's deterministic jitter picks inside [floor, base].
+std::int64_t documented_retry_base_us(const JobPolicy& p, std::uint32_t k);
+std::int64_t documented_retry_floor_us(const JobPolicy& p, std::uint32_t k);
+std::int64_t documented_retry_delay_us(const JobPolicy& p, std::string_view key, std::uint32_t k);
 // The two-sided policy rules (sim/oracle/policy_model_checks.cc).
 void overlap_reaches_limit(const History& h, const Replay& r, Findings& out);
 void attempts_counted(const History& h, const Replay& r, Findings& out);

@@ -889,7 +889,10 @@ absl::Status parse_fault(ParseState& p) {
   KAIROS_RETURN_IF_ERROR(a.finish());
   if (f.drain_timeout && f.kind != FaultKind::kDrain)
     return a.err("drain-timeout= belongs to drain");
-  if (f.kind == FaultKind::kCorruptRecord && f.job.empty()) return a.err("expected job=<job id>");
+  if (f.kind == FaultKind::kCorruptRecord && f.job.empty() && f.record != "node")
+    return a.err("expected job=<job id>");
+  if (f.record == "node" && !f.job.empty())
+    return a.err("job: record=node corrupts the schedulers' membership records, which name no job");
   if (!f.record.empty()) {
     if (f.kind != FaultKind::kCorruptRecord) return a.err("record= belongs to corrupt-record");
     if (std::find(std::begin(kCorruptibleRecords), std::end(kCorruptibleRecords), f.record) ==

@@ -220,8 +220,8 @@ inline constexpr FaultKind kAllFaultKinds[] = {
 // (`record=`, default job): its job record, its counters, its due entry,
 // every run record of it (every incarnation, every state) or every ledger
 // record of it.
-inline constexpr std::string_view kCorruptibleRecords[] = {"job", "counters", "due", "run",
-                                                           "ledger"};
+inline constexpr std::string_view kCorruptibleRecords[] = {"job", "counters", "due",
+                                                           "run", "ledger",   "node"};
 
 struct FaultSpec {
   FaultKind kind = FaultKind::kPause;
@@ -235,7 +235,9 @@ struct FaultSpec {
   std::uint32_t loss = 0, duplicate = 0, replay = 0;  // net
   std::uint32_t error = 0, timeout = 0;               // sink-faults
   std::string job;                                    // corrupt-record
-  std::string record;  // corrupt-record: which of the job's records (kCorruptibleRecords)
+  // corrupt-record: which of the job's records (kCorruptibleRecords), or
+  // "node": every scheduler's membership record (no job).
+  std::string record;
   // drain: the drain timeout (`kairos worker --drain-timeout`): once it
   // passes with attempts still running, Worker::stop_running stops them.
   std::optional<absl::Duration> drain_timeout;

@@ -134,8 +134,12 @@ Workload::Workload(const Scenario& s, absl::Time start, Random random)
           sch.every = spec.every;
           j.create_at =
               on_grid(random_.duration_between(absl::ZeroDuration(), absl::Seconds(30)), quantum);
-          sch.start = start + j.create_at +
-                      on_grid(random_.duration_between(absl::Seconds(1), spec.every), quantum);
+          // First due within one interval of its creation, at least a
+          // second after it (or one interval, for a sub-second interval).
+          sch.start =
+              start + j.create_at +
+              on_grid(random_.duration_between(std::min(absl::Seconds(1), spec.every), spec.every),
+                      quantum);
           j.recurring = true;
           break;
         case JobSpec::Kind::kOnce: {

@@ -711,6 +711,15 @@ void Cluster::corrupt_records(const FaultSpec& f) {
   } else if (what == "run") {
     const keys::Range r = keys::runs_of(f.job);
     n = store_->corrupt_records(r.begin, r.end, all);
+  } else if (what == "node") {
+    // The membership table: no job's record, so nothing for the
+    // job-corruption rules to exempt; each scheduler rewrites its own record
+    // at its next announcement.
+    const keys::Range r = keys::all_nodes();
+    n = store_->corrupt_records(r.begin, r.end, all);
+    world_.note(kWorldNode, n == 0 ? std::string("no membership record to corrupt")
+                                   : absl::StrCat("corrupted ", n, " membership record(s)"));
+    return;
   } else {
     KAIROS_CHECK(what == "ledger");
     const keys::Range r = keys::ledger_of(f.job);

@@ -1,15 +1,18 @@
 // `job-events-truthful` on hand-made histories: it fires when a job.created
 // or job.updated event names no next due time, or another one, than the job
 // record its commit wrote, and stays quiet on a faithful event and on an
-// event whose record the store never held.
+// event whose record the store never held; and when a run.retry_scheduled
+// event states another window or delay than the documented backoff.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
 
+#include "core/base/stable_hash.h"
 #include "core/kernel/event_kinds.h"
 #include "core/kernel/keyspace.h"
 #include "core/kernel/records.h"
+#include "core/ports/random.h"
 #include "tests/support/history_builder.h"
 
 namespace kairos::sim {
@@ -78,6 +81,65 @@ TEST(EventChecks, AJobEventNamesTheNextDueItsRecordHolds) {
   unknown.write(absl::Seconds(1), 1, due);
   unknown.event(absl::Seconds(5), event_kinds::kJobResumed, 7, std::nullopt);
   EXPECT_FALSE(unknown.fires());
+}
+
+// A retry after attempt 1 of the default policy (docs/POLICIES.md): the
+// window [10s - 10s x 20%, 10s] = [8s, 10s], the delay 10s less the run's
+// deterministic cut 10s x 20% x u / 2^32.
+struct RetryHist : EventHist {
+  RetryHist() {
+    sim::ClientJob j;
+    j.id = "j";
+    j.incarnation = 1;
+    j.created_at = t0;
+    j.recurring = true;
+    jobs.push_back(j);
+    write(absl::Seconds(1), 1, t0 + absl::Minutes(1));  // interns the job
+  }
+  RunId run() const { return RunId{"j", 1, t0 + absl::Minutes(1)}; }
+  absl::Duration documented() const {
+    const std::uint64_t u = stable_hash(idempotency_key(run()), 1) >> 32;
+    return absl::Microseconds(
+        10'000'000 - static_cast<std::int64_t>(static_cast<uint128_t>(2'000'000) * u >> 32));
+  }
+  void retry(absl::Duration delay, absl::Duration lo, absl::Duration hi) {
+    NodeEvent ne;
+    ne.at = t0 + absl::Minutes(2);
+    ne.node = 1;
+    ne.event.at = ne.at;
+    ne.event.kind = event_kinds::kRunRetryScheduled;
+    ne.event.with("job", std::string("j"))
+        .with("incarnation", std::uint64_t{1})
+        .with("nominal", run().nominal)
+        .with("failed_attempt", std::uint64_t{1})
+        .with("delay", delay)
+        .with("delay_min", lo)
+        .with("delay_max", hi);
+    events.push_back(ne);
+  }
+};
+
+TEST(EventChecks, ARetryEventStatesTheDocumentedBackoff) {
+  RetryHist ok;
+  ok.retry(ok.documented(), absl::Seconds(8), absl::Seconds(10));
+  EXPECT_FALSE(ok.fires());
+
+  RetryHist floor;  // a window floor off by the jitter's rounding: 10s x 20/101
+  floor.retry(floor.documented(), absl::Microseconds(10'000'000 - 1'980'198), absl::Seconds(10));
+  EXPECT_TRUE(floor.fires());
+
+  RetryHist ceiling;  // the next attempt's base
+  ceiling.retry(ceiling.documented(), absl::Seconds(8), absl::Seconds(20));
+  EXPECT_TRUE(ceiling.fires());
+
+  RetryHist point;  // inside the window, not the run's point
+  point.retry(point.documented() + absl::Microseconds(1), absl::Seconds(8), absl::Seconds(10));
+  EXPECT_TRUE(point.fires());
+
+  RetryHist stranger;  // a job the client does not know: not judged
+  stranger.jobs.clear();
+  stranger.retry(absl::Seconds(1), absl::Seconds(1), absl::Seconds(1));
+  EXPECT_FALSE(stranger.fires());
 }
 
 }  // namespace

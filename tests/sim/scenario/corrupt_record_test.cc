@@ -41,8 +41,10 @@ TEST(CorruptRecord, TheFaultLineParsesAndFormatsBack) {
 
 TEST(CorruptRecord, TheRecordKindParsesAndFormatsBack) {
   for (std::string_view kind : kCorruptibleRecords) {
+    // The membership records name no job.
+    const std::string job = kind == "node" ? "" : " job=j";
     auto s = parse_scenario(
-        "name x\nfault corrupt-record at=1m job=j record=" + std::string(kind) + "\n",
+        "name x\nfault corrupt-record at=1m" + job + " record=" + std::string(kind) + "\n",
         "x.scenario");
     ASSERT_TRUE(s.ok()) << s.status();
     // The job record is the default: written without record=.
@@ -63,10 +65,15 @@ TEST(CorruptRecord, TheRecordKindParsesAndFormatsBack) {
   EXPECT_NE(other.status().message().find("record="), std::string::npos) << other.status();
 }
 
-TEST(CorruptRecord, TheFaultNeedsAJobAndIsNoSwarmKind) {
+TEST(CorruptRecord, TheFaultNeedsAJobUnlessItIsTheMembershipAndIsNoSwarmKind) {
   auto no_job = parse_scenario("name x\nfault corrupt-record at=1m\n", "x.scenario");
   ASSERT_FALSE(no_job.ok());
   EXPECT_NE(no_job.status().message().find("job="), std::string::npos) << no_job.status();
+  auto node_job =
+      parse_scenario("name x\nfault corrupt-record at=1m job=j record=node\n", "x.scenario");
+  ASSERT_FALSE(node_job.ok());
+  EXPECT_NE(node_job.status().message().find("record=node"), std::string::npos)
+      << node_job.status();
   auto swarm = parse_scenario("name x\nswarm per-hour=5 kinds=corrupt-record\n", "x.scenario");
   ASSERT_FALSE(swarm.ok());
   EXPECT_NE(swarm.status().message().find("corrupt-record"), std::string::npos);
