@@ -60,12 +60,13 @@ std::optional<std::uint64_t> mismatch_generation(const absl::Status& status) {
 
 }  // namespace
 
-std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time until) {
+std::vector<Occurrence> expected_occurrences(const JobTimeline& job, absl::Time until,
+                                             bool pauses_cut) {
   std::vector<Occurrence> out;
   // Nothing at or after `cut` is certain.
   absl::Time cut = absl::InfiniteFuture();
   for (const auto& p : job.pauses)
-    if (!p.resumed) cut = std::min(cut, p.sent - kControlMargin);
+    if (!p.resumed && pauses_cut) cut = std::min(cut, p.sent - kControlMargin);
   std::vector<JobTimeline::Reschedule> changes = job.reschedules;
   std::stable_sort(changes.begin(), changes.end(),
                    [](const auto& a, const auto& b) { return a.sent < b.sent; });
@@ -863,7 +864,8 @@ std::vector<Occurrence> Workload::cancelled_due() const {
   std::vector<Occurrence> out;
   for (const PlannedCancel& c : cancels_) {
     if (!c.acked || !jobs_[c.job].acked) continue;
-    std::vector<Occurrence> mine = expected_occurrences(timeline(c.job), c.acked_at);
+    std::vector<Occurrence> mine =
+        expected_occurrences(timeline(c.job), c.acked_at, /*pauses_cut=*/false);
     out.insert(out.end(), std::make_move_iterator(mine.begin()),
                std::make_move_iterator(mine.end()));
   }
