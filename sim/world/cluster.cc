@@ -463,6 +463,35 @@ void Cluster::crash_node(NodeId id) {
   if (n.tap) n.tap->reset();
   // Destroyed with the cluster: the crash may come from inside its callback.
   if (n.process) graveyard_.push_back(std::move(n.process));
+  if (n.role == Role::kWorker) close_worker_connections(id);
+}
+
+// A worker process gone: each scheduler's server notices its connection
+// close, as prod's TCP transport tells the node (server_command.cc,
+// SchedulerNode::forget_peer), once what the worker sent before it died has
+// arrived (the network's longest delay, slow tail included: a stream's close
+// follows its data). Not when the worker is back by then: a PeerId here is
+// the node, so the notice would reach the new process's claims, where in
+// prod each connection has its own peer id.
+void Cluster::close_worker_connections(NodeId worker) {
+  const NetworkConfig& net = scenario_.network;
+  const absl::Duration after =
+      on_grid(net.max_delay + (net.slow_permille != 0 ? net.slow_max : absl::ZeroDuration()),
+              scenario_.timing.quantum) +
+      network_.extra_delay(worker);
+  const absl::Time started = process_started_[worker];
+  later(after, [this, worker, started] {
+    if (world_.is_up(worker) || process_started_[worker] != started) return;
+    for (NodeId s : schedulers_) {
+      if (!world_.is_up(s) || nodes_[s]->process == nullptr) continue;
+      SchedulerNode* node = nodes_[s]->process->scheduler();
+      if (node == nullptr) continue;
+      const std::size_t parked = node->parked_claims();
+      node->forget_peer(worker);
+      world_.mark("net.worker-connection-closed");
+      if (node->parked_claims() < parked) world_.mark("kernel.parked-claim-forgotten");
+    }
+  });
 }
 
 void Cluster::restart_node(NodeId id) {

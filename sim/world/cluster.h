@@ -151,6 +151,7 @@ class Cluster {
   struct Node;
   void start_process(NodeId node);
   void restart_later(NodeId node, absl::Duration after);
+  void close_worker_connections(NodeId worker);
   void later(absl::Duration after, std::function<void()> fn);
   NodeId resolve(const std::string& selector);
   void schedule_faults();

@@ -26,6 +26,8 @@ inline constexpr std::string_view kRequiredMarks[] = {
     "worker.stopped-at-lease-deadline",
     "net.replayed",
     "net.duplicated",
+    "net.worker-connection-closed",
+    "kernel.parked-claim-forgotten",
     "crash-point.dispatch-after-commit-before-reply",
     "crash-point.claim-after-commit",
     "crash-point.effect-before-complete",
