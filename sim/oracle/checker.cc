@@ -610,6 +610,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kLeaderRenewsOnCadence, leader_renews_on_cadence},
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
+    {inv::kLeaderActsWithinOwnDeadline, leader_acts_within_own_deadline},
     {inv::kLeadershipBalanced, leadership_balanced},
     {inv::kDrainStartsNothing, drain_starts_nothing},
     {inv::kDrainCompletes, drain_completes},

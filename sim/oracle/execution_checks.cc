@@ -58,6 +58,49 @@ bool time_faulted(const History& h, NodeId node, absl::Time from, absl::Time to)
   return false;
 }
 
+// Each shard's applied leader-record writes in commit order: the record a
+// shard's leader body was judged against at any commit.
+class LeaderViews {
+ public:
+  explicit LeaderViews(const Replay& r) {
+    for (const LeaderStep& s : r.leader_steps)
+      steps_[s.fact->shard].push_back(
+          {s.fact->commit, LeaderView{s.fact->holder, s.fact->epoch, s.fact->expiry_us}});
+  }
+  // The shard's last leader write at or before `commit` (!known(): none).
+  LeaderView at(std::uint32_t shard, std::uint64_t commit) const {
+    auto it = steps_.find(shard);
+    if (it == steps_.end()) return {};
+    const auto& steps = it->second;
+    auto after =
+        std::upper_bound(steps.begin(), steps.end(), commit,
+                         [](std::uint64_t c, const std::pair<std::uint64_t, LeaderView>& step) {
+                           return c < step.first;
+                         });
+    return after == steps.begin() ? LeaderView{} : std::prev(after)->second;
+  }
+
+ private:
+  std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, LeaderView>>> steps_;
+};
+
+// A ledger write of the dispatch's (the writes leader-writes-within-lease
+// judges): an applied key fact with an outcome only the dispatch records (a
+// cancel's, a manual run's and a pause's may come from a control request on
+// any node).
+bool dispatch_decision(const History& h, const LedgerFact& l) {
+  if (l.commit == LedgerFact::kFromEvent || lost(h, l.commit)) return false;
+  const std::string& outcome = h.facts->strings().name(l.outcome);
+  return outcome != "cancelled" && outcome != "manual" && outcome != "paused";
+}
+
+// The shard of each job that has runs (a ledger decision's shard).
+std::map<std::uint32_t, std::uint32_t> job_shards(const History& h) {
+  std::map<std::uint32_t, std::uint32_t> shard_of;
+  for (const RunFact& f : h.facts->runs()) shard_of.emplace(f.job, f.shard);
+  return shard_of;
+}
+
 std::string execution_text(const History& h, const Execution& e) {
   return absl::StrCat(
       "execution of token ", e.token, " on ", (*h.node_names)[e.node], " from ", time_text(e.start),
@@ -264,31 +307,15 @@ void leader_writes_within_lease(const History& h, const Replay& r, Findings& out
   }
   // The ledger's dispatch decisions, judged against the shard's leader
   // record at their commit (a job's shard: from its runs).
-  std::map<std::uint32_t, std::uint32_t> shard_of;
-  for (const RunFact& f : h.facts->runs()) shard_of.emplace(f.job, f.shard);
-  std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, LeaderView>>> leaders;
-  for (const LeaderStep& s : r.leader_steps)
-    leaders[s.fact->shard].push_back(
-        {s.fact->commit, LeaderView{s.fact->holder, s.fact->epoch, s.fact->expiry_us}});
+  const std::map<std::uint32_t, std::uint32_t> shard_of = job_shards(h);
+  const LeaderViews leaders(r);
   for (const LedgerFact& l : h.facts->ledger()) {
     if (!out.open()) break;
-    if (l.commit == LedgerFact::kFromEvent || lost(h, l.commit)) continue;
-    const std::string& outcome = names.name(l.outcome);
-    if (outcome == "cancelled" || outcome == "manual" || outcome == "paused") continue;
+    if (!dispatch_decision(h, l)) continue;
     auto sh = shard_of.find(l.job);
     if (sh == shard_of.end()) continue;
-    // The shard's last leader write at or before the decision's commit
-    // (the steps are in commit order).
-    LeaderView view;
-    if (auto it = leaders.find(sh->second); it != leaders.end()) {
-      const auto& steps = it->second;
-      auto after = std::upper_bound(
-          steps.begin(), steps.end(), l.commit,
-          [](std::uint64_t commit, const auto& step) { return commit < step.first; });
-      if (after != steps.begin()) view = std::prev(after)->second;
-    }
-    judge(view, l.commit, l.store_us, sh->second,
-          absl::StrCat("a ledger decision (", outcome, ", ", time_text(l.from), ")"),
+    judge(leaders.at(sh->second, l.commit), l.commit, l.store_us, sh->second,
+          absl::StrCat("a ledger decision (", names.name(l.outcome), ", ", time_text(l.from), ")"),
           names.name(l.job), "");
   }
 }
@@ -347,6 +374,130 @@ void leader_renews_on_cadence(const History& h, const Replay& r, Findings& out) 
                             prev->commit, "): renewals come every ",
                             absl::FormatDuration(h.leader_renew_period), ", at least ",
                             absl::FormatDuration(min_gap), " apart");
+    out.add(std::move(v));
+  }
+}
+
+// T11: a leader acts only before its own-clock leadership deadline (the
+// leader's side of T3 and T6; T5 judges the same writes by the store's
+// clock, and a write in the margin between the two is accepted by the
+// store). A leader-body transaction -- a dispatch that records occurrence
+// decisions, a reap that lapses leases: the writes T5 judges -- is sent at
+// a node clock reading earlier than its clock at the send of an acquisition
+// or renewal of that shard and epoch that it was told committed, plus
+// leader_ttl x (1 - max_drift) - margin (docs/SIMULATION.md, "Bounds": the
+// leader lease a slow clock can trust). The node may have learnt of any of
+// its acknowledged writes sent before the transaction (one leadership
+// request per shard is in flight at a time, so its request ids order its
+// sends), so the latest of their deadlines is the one judged: a node that
+// had not yet handled the newest answer had an earlier deadline still.
+// A transaction committed under an epoch for which its node had no
+// acknowledged leadership write sent before it is a violation too: a node
+// leads an epoch only once a write of it was acknowledged.
+// Both readings are the node's own clock, stamped by the store client in
+// the very instant the node read it to time its deadline, so no slack and
+// no time fault exempts: a pause or a step changes what the clock reads,
+// not the comparison the node makes (as T6). Not judged: a leadership write
+// followed by a process start of the node before the transaction's commit
+// (the process it was acknowledged to is gone; a new process acquires a new
+// epoch), and commits without the send's clock reading.
+void leader_acts_within_own_deadline(const History& h, const Replay& r, Findings& out) {
+  if (h.facts == nullptr || h.node_names == nullptr || h.commits == nullptr) return;
+  if (h.leader_ttl <= absl::ZeroDuration()) return;
+  const Interner& names = h.facts->strings();
+  const std::int64_t ttl_us = absl::ToInt64Microseconds(h.leader_ttl);
+  const std::int64_t allowed_us =
+      ttl_us - ttl_us * h.max_drift_ppm / 1'000'000 - absl::ToInt64Microseconds(h.lease_margin);
+  // Acquisitions and renewals their writer was told committed, by (shard,
+  // epoch): applied leader writes naming the writing node, with an expiry
+  // past their store time (a release sets it to the store's now and extends
+  // nothing).
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<const StoreCommit*>> acked;
+  for (const LeaderStep& s : r.leader_steps) {
+    const LeaderFact& f = *s.fact;
+    const StoreCommit& c = (*h.commits)[f.commit];
+    if (!c.acked || f.expiry_us <= f.store_us || c.client >= h.node_names->size() ||
+        (*h.node_names)[c.client] != names.name(f.holder))
+      continue;
+    acked[{f.shard, f.epoch}].push_back(&c);
+  }
+  // The leader-body transactions, one per commit (its first such write),
+  // with the shard's leader record at the commit.
+  struct Act {
+    std::uint32_t shard = 0;
+    LeaderView leader;
+    std::string what, job, run;
+  };
+  std::map<std::uint64_t, Act> acts;
+  for (const RunStep& s : r.run_steps) {
+    const RunFact& f = *s.fact;
+    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
+        (f.state != RunState::kReady && f.state != RunState::kFailed) || handed_back(h, s))
+      continue;
+    acts.emplace(f.commit, Act{f.shard, s.leader, "a reap (a lease lapse)", names.name(f.job),
+                               names.name(f.run)});
+  }
+  const std::map<std::uint32_t, std::uint32_t> shard_of = job_shards(h);
+  const LeaderViews leaders(r);
+  for (const LedgerFact& l : h.facts->ledger()) {
+    if (!dispatch_decision(h, l)) continue;
+    auto sh = shard_of.find(l.job);
+    if (sh == shard_of.end()) continue;
+    acts.emplace(l.commit, Act{sh->second, leaders.at(sh->second, l.commit),
+                               absl::StrCat("a dispatch (a ledger decision: ",
+                                            names.name(l.outcome), ", ", time_text(l.from), ")"),
+                               names.name(l.job), ""});
+  }
+  auto restarted = [&](NodeId node, absl::Time after, absl::Time by) {
+    if (h.process_starts == nullptr) return false;
+    for (const ProcessStart& p : *h.process_starts)
+      if (p.node == node && p.at > after && p.at <= by) return true;
+    return false;
+  };
+  for (const auto& [index, a] : acts) {
+    if (!out.open()) return;
+    const StoreCommit& c = (*h.commits)[index];
+    if (c.sent_local_ns == 0 || c.client >= h.node_names->size()) continue;
+    const std::string& node = (*h.node_names)[c.client];
+    // Another node's epoch, or none: leader-writes-within-lease judges it.
+    if (!a.leader.known() || names.name(a.leader.holder) != node) continue;
+    const StoreCommit* basis = nullptr;  // the write with the latest deadline
+    std::int64_t deadline_ns = 0;
+    bool any = false, unknown = false;
+    if (auto it = acked.find({a.shard, a.leader.epoch}); it != acked.end())
+      for (const StoreCommit* w : it->second) {
+        if (w->client != c.client || w->request >= c.request) continue;
+        any = true;
+        if (restarted(c.client, w->at, c.at)) continue;
+        if (w->sent_local_ns == 0) unknown = true;
+        const std::int64_t d = w->sent_local_ns + allowed_us * 1000;
+        if (basis == nullptr || d > deadline_ns) {
+          basis = w;
+          deadline_ns = d;
+        }
+      }
+    if (unknown || (any && basis == nullptr)) continue;
+    if (basis != nullptr && c.sent_local_ns < deadline_ns) continue;
+    const absl::Time sent = absl::FromUnixNanos(c.sent_local_ns);
+    Violation v;
+    v.job = a.job;
+    v.run = a.run;
+    v.detail = absl::StrCat(node, " sent ", a.what, " of shard ", a.shard, " epoch ",
+                            a.leader.epoch, " at its clock ", time_text(sent), " (commit ", index,
+                            " at ", time_text(c.at), ")");
+    if (basis == nullptr) {
+      absl::StrAppend(&v.detail,
+                      " with no acknowledged leadership write of that epoch sent before");
+    } else {
+      const absl::Time base = absl::FromUnixNanos(basis->sent_local_ns);
+      absl::StrAppend(&v.detail, ", ",
+                      absl::FormatDuration(sent - absl::FromUnixNanos(deadline_ns)),
+                      " past its own leadership deadline ",
+                      time_text(absl::FromUnixNanos(deadline_ns)), ": its clock read ",
+                      time_text(base), " at the send of its acknowledged leadership write (commit ",
+                      basis->index, "), and leader_ttl x (1 - max drift) - margin = ",
+                      absl::FormatDuration(absl::Microseconds(allowed_us)));
+    }
     out.add(std::move(v));
   }
 }

@@ -69,6 +69,7 @@ inline constexpr std::string_view kHandbackAfterHolderDied = "handback-after-hol
 inline constexpr std::string_view kLeaderRenewsOnCadence = "leader-renews-on-cadence";
 inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
+inline constexpr std::string_view kLeaderActsWithinOwnDeadline = "leader-acts-within-own-deadline";
 // Cluster membership (docs/SIMULATION.md, "Cluster membership and rebalancing").
 inline constexpr std::string_view kLeadershipBalanced = "leadership-balanced";
 // Graceful stops: a worker's drain, a scheduler's leave (sim/oracle/shutdown_checks.cc).
@@ -212,6 +213,10 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeaseLossStopsExecution,
                   "(T7) an attempt executes no more once its worker handled a refused renewal or "
                   "recorded its lease lost, its deadline passed or its timeout"},
+    InvariantInfo{inv::kLeaderActsWithinOwnDeadline,
+                  "(T11) a leader sends a dispatch or reap only before its own-clock deadline: "
+                  "its clock at an acknowledged leadership write's send plus the leader lease "
+                  "less max drift and margin"},
     InvariantInfo{inv::kLeadershipBalanced,
                   "(C1) three leader leases after the live schedulers last changed (and after "
                   "every fault), no live scheduler leads more than ceil(shards / live) shards"},

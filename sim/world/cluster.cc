@@ -123,6 +123,9 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
   store_ = std::make_unique<StoreService>(world_, network_, store_node, *nodes_[store_node]->clock,
                                           world_.random().fork(),
                                           with_quantum(scenario.store, scenario.timing.quantum));
+  // Each request stamped with its node's clock at the send, for the rules
+  // that judge a node by its own deadlines (leader-acts-within-own-deadline).
+  store_->set_client_clock([this](NodeId id) { return nodes_[id]->clock->now(); });
   store_->set_commit_observer([this](const StoreCommit& c, const std::vector<WriteOp>& ops) {
     std::vector<RunFact>& runs = facts_.mutable_runs();
     const std::size_t before = runs.size();

@@ -117,9 +117,12 @@ class StoreService::Client final : public Storage {
                                    [this, id] { time_out(id); });
     StoreService* svc = &svc_;
     const NodeId from = node_;
+    // The node's clock now: the instant it sent the request, by its own clock.
+    const std::int64_t sent_local_ns =
+        svc_.client_clock_ ? absl::ToUnixNanos(svc_.client_clock_(node_)) : 0;
     svc_.network_.send_call(node_, svc_.node_, EventKind::kStoreCall, id,
-                            [svc, from, id, body = std::move(body), mode]() mutable {
-                              svc->arrive(Request{from, id, std::move(body), mode});
+                            [svc, from, id, body = std::move(body), mode, sent_local_ns]() mutable {
+                              svc->arrive(Request{from, id, std::move(body), mode, sent_local_ns});
                             });
   }
 
@@ -267,6 +270,7 @@ void StoreService::execute(Request request) {
     sc.store_time = clock_.now();
     sc.client = client;
     sc.request = id;
+    sc.sent_local_ns = request.sent_local_ns;
     sc.digest = *digest;
     if (observer_) observer_(sc, *ops);
     if (keep) sc.ops = std::move(*ops);

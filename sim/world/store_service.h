@@ -78,6 +78,11 @@ struct StoreCommit {
   absl::Time store_time;    // the store's clock (Txn::now())
   NodeId client = kWorldNode;
   std::uint64_t request = 0;
+  // The client node's own clock when it sent the request, in nanoseconds
+  // (StoreService::set_client_clock; 0 when unknown). The store client is
+  // called in the same instant the node reads its clock to stamp a send, so
+  // this is the very reading a node measures its own deadlines from.
+  std::int64_t sent_local_ns = 0;
   State state = State::kApplied;
   bool acked = false;        // the client was told kCommitted
   std::uint64_t digest = 0;  // hash of the operations (when record_writes)
@@ -132,6 +137,11 @@ class StoreService {
   // them into the checker's store facts.
   using CommitObserver = std::function<void(const StoreCommit&, const std::vector<WriteOp>&)>;
   void set_commit_observer(CommitObserver observer) { observer_ = std::move(observer); }
+  // Reads a client node's own clock; the client adapter stamps each request
+  // with it at the send (StoreCommit::sent_local_ns). Reading a clock draws
+  // nothing and schedules nothing: the run is the same with or without it.
+  using ClientClock = std::function<absl::Time(NodeId)>;
+  void set_client_clock(ClientClock clock) { client_clock_ = std::move(clock); }
 
   NodeId node() const { return node_; }
   MemoryStorage& storage() { return storage_; }
@@ -150,6 +160,7 @@ class StoreService {
     std::uint64_t id;
     TxnBody body;
     TxnMode mode;
+    std::int64_t sent_local_ns = 0;  // the client's clock at the send (0: unknown)
   };
   void arrive(Request request);
   void execute(Request request);
@@ -171,6 +182,7 @@ class StoreService {
   StoreStats stats_;
   std::map<NodeId, std::unique_ptr<Client>> clients_;
   CommitObserver observer_;
+  ClientClock client_clock_;
 };
 
 }  // namespace kairos::sim

@@ -69,6 +69,7 @@ struct TimeHist : Hist {
     h.lease_margin = absl::Seconds(1);
     h.leader_renew_period = absl::Milliseconds(2500);
     h.store_client_timeout = absl::Seconds(1);
+    h.leader_ttl = absl::Seconds(10);
     h.process_starts = &starts;
     return h;
   }
@@ -295,6 +296,155 @@ TEST(ExecutionChecks, ALeaderRenewingFasterThanItsPeriodIsAViolation) {
     x.time_faults.push_back({kLeader, x.at(absl::Milliseconds(1200)),
                              x.at(absl::Milliseconds(1300)), "clock step +2s"});
     EXPECT_FALSE(x.fires(kRule));
+  }
+}
+
+// Shard 0 led by scheduler-1, whose clock runs 5 s ahead of true time. The
+// history's first commit (t0) is its acquisition of epoch 1, sent 1 ms
+// before it committed (`acked`: the node was told it committed); job-a's run
+// is created at 1 s. Leader lease 10 s, max drift 1%, margin 1 s: the node's
+// own deadline lies 8.9 s after that send by its clock, while the store's
+// record (until t0 + 2 h) accepts its writes long after.
+struct LeaderHist : TimeHist {
+  static constexpr std::int64_t kEffectiveNs = 8'900'000'000;
+  std::uint64_t requests = 0;
+  int decisions = 0;
+  explicit LeaderHist(bool acked = true) {
+    stamp(commits[0], absl::Milliseconds(-1), acked);
+    commit(absl::Seconds(1), kLeader, ready_run(nominal()));
+    stamp(commits.back(), absl::Seconds(1) - absl::Milliseconds(1));
+  }
+  static absl::Time nominal() { return absl::FromUnixSeconds(1767225601); }
+  // scheduler-1's clock at true time t0 + `d`.
+  std::int64_t clock_ns(absl::Duration d) const {
+    return absl::ToUnixNanos(at(d + absl::Seconds(5)));
+  }
+  // The deadline the acquisition gives: its send by the node's clock + 8.9 s.
+  std::int64_t deadline_ns() const { return clock_ns(-absl::Milliseconds(1)) + kEffectiveNs; }
+  // `c` as its node's next request, sent at true time t0 + `sent`.
+  void stamp(StoreCommit& c, absl::Duration sent, bool acked = true) {
+    c.request = ++requests;
+    c.sent_local_ns = clock_ns(sent);
+    c.acked = acked;
+  }
+  // A renewal of epoch 1 committed at `when`, sent 1 ms before.
+  void renew(absl::Duration when, bool acked = true) {
+    commit(when, kLeader, std::nullopt,
+           std::make_pair(0u, LeaderRecord{"scheduler-1", 1, at(absl::Hours(2))}));
+    stamp(commits.back(), when - absl::Milliseconds(1), acked);
+  }
+  // A dispatch decision of job-a by `by`, sent at scheduler-1's clock
+  // reading `sent_ns` and committed 1 ms later.
+  void dispatch(std::int64_t sent_ns, NodeId by = kLeader) {
+    LedgerRecord l;
+    l.incarnation = 1;
+    l.nominal = l.through = l.fire_at = at(absl::Minutes(1) + absl::Seconds(++decisions));
+    l.count = 1;
+    l.outcome = LedgerOutcome::kSkippedMisfire;
+    const absl::Duration sent = absl::Nanoseconds(sent_ns - clock_ns(absl::ZeroDuration()));
+    commit_ops(sent + absl::Milliseconds(1), by, {Hist::put("job-a", l)});
+    commits.back().request = ++requests;
+    commits.back().sent_local_ns = sent_ns;
+    commits.back().acked = true;
+  }
+};
+
+TEST(ExecutionChecks, ALeaderActingAfterItsOwnClockDeadlineIsAViolation) {
+  constexpr std::string_view kRule = "leader-acts-within-own-deadline";
+  {
+    // Up to the last nanosecond before its deadline: fine, and the store
+    // accepts it (leader-writes-within-lease is quiet either way).
+    LeaderHist x;
+    x.dispatch(x.deadline_ns() - 1);
+    EXPECT_FALSE(x.fires(kRule));
+    EXPECT_FALSE(x.fires("leader-writes-within-lease"));
+  }
+  {
+    // At its deadline by its own clock: too late, though the store, whose
+    // record runs for hours, still takes the write.
+    LeaderHist x;
+    x.dispatch(x.deadline_ns());
+    EXPECT_TRUE(x.fires(kRule));
+    EXPECT_FALSE(x.fires("leader-writes-within-lease"));
+  }
+  {
+    // An acknowledged renewal moves the deadline on: measured from its send.
+    LeaderHist x;
+    x.renew(absl::Seconds(3));
+    x.dispatch(x.clock_ns(absl::Seconds(11)));
+    EXPECT_FALSE(x.fires(kRule));
+  }
+  {
+    // The renewal's reply was lost: the store's record moved on, the
+    // node's deadline did not.
+    LeaderHist x;
+    x.renew(absl::Seconds(3), /*acked=*/false);
+    x.dispatch(x.clock_ns(absl::Seconds(11)));
+    EXPECT_TRUE(x.fires(kRule));
+  }
+  {
+    // A renewal the node sent after the dispatch gave that dispatch nothing
+    // (it commits first here, its request is the later one).
+    LeaderHist x;
+    x.renew(absl::Seconds(9));
+    x.dispatch(x.clock_ns(absl::Seconds(11)));
+    std::swap(x.commits[2].request, x.commits[3].request);
+    EXPECT_TRUE(x.fires(kRule));
+  }
+  {
+    // The epoch's only write was never acknowledged: the node had no
+    // leadership to act on.
+    LeaderHist x(/*acked=*/false);
+    x.dispatch(x.clock_ns(absl::Seconds(2)));
+    EXPECT_TRUE(x.fires(kRule));
+  }
+  {
+    // A pause of the leader (or a step of its clock) is no excuse: both
+    // readings are its own clock's.
+    LeaderHist x;
+    x.time_faults.push_back({kLeader, x.at(absl::Seconds(2)), x.at(absl::Seconds(12)), "pause"});
+    x.dispatch(x.clock_ns(absl::Seconds(12)));
+    EXPECT_TRUE(x.fires(kRule));
+  }
+  {
+    // The node restarted after the write: the process it was acknowledged
+    // to is gone, not judged.
+    LeaderHist x;
+    x.starts.push_back({kLeader, x.at(absl::Seconds(5))});
+    x.dispatch(x.clock_ns(absl::Seconds(12)));
+    EXPECT_FALSE(x.fires(kRule));
+  }
+  {
+    // No clock reading for the send (a commit stamped by nobody): not judged.
+    LeaderHist x;
+    x.dispatch(x.deadline_ns());
+    x.commits.back().sent_local_ns = 0;
+    EXPECT_FALSE(x.fires(kRule));
+  }
+  {
+    // Another node's decision is leader-writes-within-lease's to judge.
+    LeaderHist x;
+    x.dispatch(x.deadline_ns(), kOther);
+    EXPECT_FALSE(x.fires(kRule));
+    EXPECT_TRUE(x.fires("leader-writes-within-lease"));
+  }
+}
+
+TEST(ExecutionChecks, AReapAfterTheLeadersOwnDeadlineIsAViolation) {
+  constexpr std::string_view kRule = "leader-acts-within-own-deadline";
+  // job-a's run granted at 2 s until 32 s, lapsed by scheduler-1's reaper
+  // at 40 s: after the lease's expiry, and after the node's own deadline
+  // unless it renewed at 35 s.
+  for (const bool renewed : {false, true}) {
+    LeaderHist x;
+    const RunRecord g = granted(ready_run(LeaderHist::nominal()), 1, x.at(absl::Seconds(2)));
+    x.commit(absl::Seconds(2), kLeader, g);
+    x.stamp(x.commits.back(), absl::Seconds(2) - absl::Milliseconds(1));
+    if (renewed) x.renew(absl::Seconds(35));
+    x.commit(absl::Seconds(40), kLeader, lapsed(g, x.at(absl::Seconds(40))));
+    x.stamp(x.commits.back(), absl::Seconds(40) - absl::Milliseconds(1));
+    EXPECT_FALSE(x.fires("reaper-waits-for-expiry"));
+    EXPECT_EQ(x.fires(kRule), !renewed);
   }
 }
 
