@@ -29,6 +29,15 @@
 #                                       matches this extended regex
 #   COV_LINES=1 ...                     also list every untaken branch of the
 #                                       scope outside checks, by file:line
+#   COV_TOOL=llvm ...                   source-level branches instead: clang's
+#                                       instrumentation (-fprofile-instr-generate
+#                                       -fcoverage-mapping, default build
+#                                       build/coverage-llvm), llvm-profdata and
+#                                       llvm-cov export, each condition of the
+#                                       source counted once with its two
+#                                       outcomes (gcov counts the compiler's
+#                                       edges: a destructor's cleanup on an
+#                                       early return is an edge too)
 # Exits non-zero when the build or the report fails (never for a low figure;
 # a violation in the batch is reported but does not stop it: the planted
 # bugs are meant to fail).
@@ -36,10 +45,14 @@ set -uo pipefail
 
 # Compiler launcher mode (CMAKE_CXX_COMPILER_LAUNCHER): instrument the
 # kernel's sources, compile everything else as given.
-if [[ ${1:-} == --compile ]]; then
+if [[ ${1:-} == --compile || ${1:-} == --compile-llvm ]]; then
+  mode=$1
   shift
   for arg in "$@"; do
-    if [[ $arg == */core/kernel/*.cc ]]; then exec "$@" --coverage -O0; fi
+    if [[ $arg == */core/kernel/*.cc ]]; then
+      if [[ $mode == --compile ]]; then exec "$@" --coverage -O0; fi
+      exec "$@" -fprofile-instr-generate -fcoverage-mapping -O0
+    fi
   done
   exec "$@"
 fi
@@ -47,7 +60,9 @@ fi
 cd "$(dirname "$0")/.."
 export TZ=UTC
 ROOT=$PWD
-BUILD=${COV_BUILD:-build/coverage}
+TOOL=${COV_TOOL:-gcov}
+[[ $TOOL == gcov || $TOOL == llvm ]] || { echo "coverage: COV_TOOL must be gcov or llvm, got $TOOL"; exit 2; }
+if [[ $TOOL == llvm ]]; then BUILD=${COV_BUILD:-build/coverage-llvm}; else BUILD=${COV_BUILD:-build/coverage}; fi
 SEEDS=${COV_SEEDS:-2}
 SWARM=${COV_SWARM:-100}
 JOBS=${COV_JOBS:-2}
@@ -57,12 +72,23 @@ SIM=$BUILD/sim/kairos-sim
 OBJ=$BUILD/core/CMakeFiles/kairos_core.dir/kernel
 
 if [[ ${1:-} != --report-only ]]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKAIROS_BENCH=OFF \
-    "-DCMAKE_CXX_COMPILER_LAUNCHER=$ROOT/scripts/coverage.sh;--compile" \
-    -DCMAKE_EXE_LINKER_FLAGS=--coverage > "$BUILD.cmake.log" 2>&1 ||
-    { echo "coverage: cmake failed (see $BUILD.cmake.log)"; exit 1; }
+  if [[ $TOOL == llvm ]]; then
+    cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKAIROS_BENCH=OFF \
+      -DCMAKE_CXX_COMPILER=clang++ \
+      "-DCMAKE_CXX_COMPILER_LAUNCHER=$ROOT/scripts/coverage.sh;--compile-llvm" \
+      -DCMAKE_EXE_LINKER_FLAGS=-fprofile-instr-generate > "$BUILD.cmake.log" 2>&1 ||
+      { echo "coverage: cmake failed (see $BUILD.cmake.log)"; exit 1; }
+  else
+    cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKAIROS_BENCH=OFF \
+      "-DCMAKE_CXX_COMPILER_LAUNCHER=$ROOT/scripts/coverage.sh;--compile" \
+      -DCMAKE_EXE_LINKER_FLAGS=--coverage > "$BUILD.cmake.log" 2>&1 ||
+      { echo "coverage: cmake failed (see $BUILD.cmake.log)"; exit 1; }
+  fi
   nice ninja -C "$BUILD" -j "$JOBS" kairos-sim || { echo "coverage: build failed"; exit 1; }
   find "$OBJ" -name '*.gcda' -delete
+  rm -rf "$BUILD/prof"
+  # (llvm) one raw profile per process, merged for the report.
+  export LLVM_PROFILE_FILE=$ROOT/$BUILD/prof/%p.profraw
   OUT=$(mktemp -d /tmp/coverage.XXXXXX)
   echo "coverage: running the batch (seeds 1..$SEEDS, swarm $SWARM, planted bugs); logs in $OUT"
   mapfile -t scenarios < <(find scenarios -name '*.scenario' ! -name 'day-in-the-life.scenario' |
@@ -78,6 +104,17 @@ if [[ ${1:-} != --report-only ]]; then
   done
   failed=$(cat "$OUT"/*.scenario.out "$OUT"/swarm-*.out | grep -c 'verdict=FAIL')
   echo "coverage: batch done ($failed failing runs outside the planted bugs)"
+fi
+
+if [[ $TOOL == llvm ]]; then
+  ls "$BUILD"/prof/*.profraw > /dev/null 2>&1 ||
+    { echo "coverage: no profiles in $BUILD/prof (run without --report-only)"; exit 1; }
+  llvm-profdata merge -sparse "$BUILD"/prof/*.profraw -o "$BUILD/kernel.profdata" ||
+    { echo "coverage: llvm-profdata failed"; exit 1; }
+  llvm-cov export -instr-profile="$BUILD/kernel.profdata" "$SIM" > "$BUILD/kernel-coverage.json" ||
+    { echo "coverage: llvm-cov export failed"; exit 1; }
+  python3 "$ROOT/scripts/coverage_llvm.py" "$BUILD/kernel-coverage.json" "$TOP" "$LINES"
+  exit $?
 fi
 
 ls "$OBJ"/*.gcda > /dev/null 2>&1 || { echo "coverage: no counters in $OBJ (run without --report-only)"; exit 1; }
