@@ -223,6 +223,23 @@ bool handed_back(const History& h, const RunStep& s) {
   return writer == h.facts->strings().name(s.before_owner);
 }
 
+// A step in which the store took a lapsed lease back (the run ready again,
+// or failed on its last attempt), whoever wrote it (the reaper, or the
+// holder handing it back: handed_back()).
+bool lease_lapsed(const RunStep& s) {
+  const RunFact& f = *s.fact;
+  return !s.created && s.before_state == RunState::kLeased && f.last_end == AttemptEnd::kLapsed &&
+         (f.state == RunState::kReady || f.state == RunState::kFailed);
+}
+
+// Whether a process of `node` started in (after, by].
+bool started_between(const History& h, NodeId node, absl::Time after, absl::Time by) {
+  if (h.process_starts == nullptr) return false;
+  for (const ProcessStart& p : *h.process_starts)
+    if (p.node == node && p.at > after && p.at <= by) return true;
+  return false;
+}
+
 // E4: the reaper re-queues (or fails) a leased run only once its lease has
 // expired by the store's clock: a lapse commits at a store time at or after
 // the expiry it ends. (A hand-back by the holder's own restarted node need
@@ -230,9 +247,7 @@ bool handed_back(const History& h, const RunStep& s) {
 void reaper_waits_for_expiry(const History& h, const Replay& r, Findings& out) {
   for (const RunStep& s : r.run_steps) {
     const RunFact& f = *s.fact;
-    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
-        (f.state != RunState::kReady && f.state != RunState::kFailed))
-      continue;
+    if (!lease_lapsed(s)) continue;
     if (f.store_us >= s.before_lease_expiry_us || handed_back(h, s)) continue;
     Violation v;
     const Interner& names = h.facts->strings();
@@ -299,9 +314,7 @@ void leader_writes_within_lease(const History& h, const Replay& r, Findings& out
   };
   for (const RunStep& s : r.run_steps) {
     const RunFact& f = *s.fact;
-    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
-        (f.state != RunState::kReady && f.state != RunState::kFailed) || handed_back(h, s))
-      continue;
+    if (!lease_lapsed(s) || handed_back(h, s)) continue;
     judge(s.leader, f.commit, f.store_us, f.shard, "a lease lapse", names.name(f.job),
           names.name(f.run));
   }
@@ -361,12 +374,9 @@ void leader_renews_on_cadence(const History& h, const Replay& r, Findings& out) 
         c.request < pc.request)
       continue;
     if (c.at - pc.at >= min_gap) continue;
-    bool restarted = false;
-    if (h.process_starts != nullptr)
-      for (const ProcessStart& p : *h.process_starts)
-        if (p.node == c.client && p.at > pc.at - h.store_client_timeout && p.at <= c.at)
-          restarted = true;
-    if (restarted || time_faulted(h, c.client, pc.at - h.store_client_timeout, c.at)) continue;
+    if (started_between(h, c.client, pc.at - h.store_client_timeout, c.at) ||
+        time_faulted(h, c.client, pc.at - h.store_client_timeout, c.at))
+      continue;
     Violation v;
     v.detail = absl::StrCat(holder, " renewed its lease of shard ", f.shard, " epoch ", f.epoch,
                             " at ", time_text(c.at), ", ", absl::FormatDuration(c.at - pc.at),
@@ -431,9 +441,7 @@ void leader_acts_within_own_deadline(const History& h, const Replay& r, Findings
   std::map<std::uint64_t, Act> acts;
   for (const RunStep& s : r.run_steps) {
     const RunFact& f = *s.fact;
-    if (s.created || s.before_state != RunState::kLeased || f.last_end != AttemptEnd::kLapsed ||
-        (f.state != RunState::kReady && f.state != RunState::kFailed) || handed_back(h, s))
-      continue;
+    if (!lease_lapsed(s) || handed_back(h, s)) continue;
     acts.emplace(f.commit, Act{f.shard, s.leader, "a reap (a lease lapse)", names.name(f.job),
                                names.name(f.run)});
   }
@@ -448,12 +456,6 @@ void leader_acts_within_own_deadline(const History& h, const Replay& r, Findings
                                             names.name(l.outcome), ", ", time_text(l.from), ")"),
                                names.name(l.job), ""});
   }
-  auto restarted = [&](NodeId node, absl::Time after, absl::Time by) {
-    if (h.process_starts == nullptr) return false;
-    for (const ProcessStart& p : *h.process_starts)
-      if (p.node == node && p.at > after && p.at <= by) return true;
-    return false;
-  };
   for (const auto& [index, a] : acts) {
     if (!out.open()) return;
     const StoreCommit& c = (*h.commits)[index];
@@ -468,7 +470,7 @@ void leader_acts_within_own_deadline(const History& h, const Replay& r, Findings
       for (const StoreCommit* w : it->second) {
         if (w->client != c.client || w->request >= c.request) continue;
         any = true;
-        if (restarted(c.client, w->at, c.at)) continue;
+        if (started_between(h, c.client, w->at, c.at)) continue;
         if (w->sent_local_ns == 0) unknown = true;
         const std::int64_t d = w->sent_local_ns + allowed_us * 1000;
         if (basis == nullptr || d > deadline_ns) {
