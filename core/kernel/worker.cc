@@ -272,7 +272,7 @@ void Worker::on_claim_response(wire::ClaimResponse response) {
       if (active_.count(g.run) != 0) continue;
       Report rep;
       rep.item = CompleteItem{g.run, g.token, RunStatus::kStopped, 0, "worker draining", ""};
-      reports_[g.run] = std::move(rep);
+      queue_report(std::move(rep));
     }
     flush_reports();
     return;
@@ -369,7 +369,7 @@ void Worker::planted_ack_at_start(const RunId& id, std::uint64_t token) {
   KAIROS_CHECK(held != active_.end() && held->second.grant.token == token);
   Report rep;
   rep.item = CompleteItem{id, token, RunStatus::kSucceeded, 0, "acknowledged at start"};
-  reports_[id] = std::move(rep);
+  queue_report(std::move(rep));
   flush_reports();
 }
 
@@ -460,7 +460,7 @@ void Worker::on_run_done(const RunId& id, std::uint64_t token, RunOutcome outcom
                             outcome.exit_code,
                             outcome.detail.substr(0, kMaxDetailSize),
                             outcome.output.substr(0, kMaxRunOutputSize)};
-    reports_[id] = std::move(rep);
+    queue_report(std::move(rep));
   }
   flush_soon();
   check_drained();
@@ -593,11 +593,33 @@ std::vector<CompleteItem> Worker::take_reports() {
     bytes += size;
     ++rep.attempts;
     items.push_back(rep.item);
-    complete_items_.push_back(id);
+    complete_items_.push_back({id, rep.item.token});
   }
   KAIROS_CHECK(!items.empty() && items.size() <= wire::kMaxBatch &&
                items.size() == complete_items_.size());
   return items;
+}
+
+void Worker::queue_report(Report rep) {
+  auto [it, fresh] = reports_.try_emplace(rep.item.run);
+  if (!fresh && it->second.item.token != rep.item.token) {
+    const RunId& id = it->first;
+    Event e;
+    e.kind = event_kinds::kWorkerReportDropped;
+    e.with("job", id.job_id)
+        .with("incarnation", id.incarnation)
+        .with("nominal", id.nominal)
+        .with("token", it->second.item.token)
+        .with("reason", absl::StrCat("superseded by token ", rep.item.token));
+    record(std::move(e));
+  }
+  it->second = std::move(rep);
+}
+
+std::map<RunId, Worker::Report>::iterator Worker::waiting_report(const SentReport& sent) {
+  auto it = reports_.find(sent.run);
+  if (it != reports_.end() && it->second.item.token != sent.token) return reports_.end();
+  return it;
 }
 
 void Worker::retry_reports_later(bool abandon_exhausted) {
@@ -605,8 +627,9 @@ void Worker::retry_reports_later(bool abandon_exhausted) {
   complete_.reset();
   Alive alive = alive_;
   std::uint32_t worst = 0;
-  for (const RunId& id : complete_items_) {
-    auto it = reports_.find(id);
+  for (const SentReport& sent : complete_items_) {
+    const RunId& id = sent.run;
+    auto it = waiting_report(sent);
     if (it == reports_.end()) continue;
     if (abandon_exhausted && it->second.attempts >= config_.max_report_attempts) {
       Event e;
@@ -640,8 +663,8 @@ void Worker::on_complete_response(const wire::CompleteResponse& response) {
 void Worker::apply_verdicts(const std::vector<wire::WireVerdict>& results) {
   KAIROS_CHECK(results.size() == complete_items_.size());
   for (std::size_t i = 0; i < complete_items_.size(); ++i) {
-    const RunId& id = complete_items_[i];
-    auto it = reports_.find(id);
+    const RunId& id = complete_items_[i].run;
+    auto it = waiting_report(complete_items_[i]);
     if (it == reports_.end()) continue;
     const auto& v = results[i];
     Event e;

@@ -136,6 +136,11 @@ class Worker {
     CompleteItem item;
     std::uint32_t attempts = 0;
   };
+  // A report as it was sent: its run and token.
+  struct SentReport {
+    RunId run;
+    std::uint64_t token = 0;
+  };
   struct Outstanding {
     std::uint64_t request_id = 0;
     absl::Time sent;
@@ -173,6 +178,12 @@ class Worker {
   // completion in flight is over, they are sent again after a backoff;
   // with `abandon_exhausted` those out of attempts are given up.
   void retry_reports_later(bool abandon_exhausted);
+  // Queues `rep` as its run's report. A report of an older token of the run
+  // still waiting is superseded (dropped, with an event saying so): its
+  // attempt was fenced by the grant the new report closes.
+  void queue_report(Report rep);
+  // The waiting report `sent` carried, if it is still that token's.
+  std::map<RunId, Report>::iterator waiting_report(const SentReport& sent);
   // The node's verdicts on complete_items_, one each, in order.
   void apply_verdicts(const std::vector<wire::WireVerdict>& results);
   // Draining: calls the drained callback once nothing runs or is reported.
@@ -209,7 +220,9 @@ class Worker {
   // reports (then complete_ and claim_ share the request id, and the claim's
   // timer answers for both).
   std::optional<Outstanding> complete_;
-  std::vector<RunId> complete_items_;  // what the in-flight completion carries
+  // What the in-flight completion carries: each report's run and token (a
+  // newer attempt's report of the run may have replaced it meanwhile).
+  std::vector<SentReport> complete_items_;
   std::optional<TimerId> flush_timer_;
   bool flush_posted_ = false;  // flush_soon() is pending
   std::map<RunId, Active> active_;

@@ -615,6 +615,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kDrainStartsNothing, drain_starts_nothing},
     {inv::kDrainCompletes, drain_completes},
     {inv::kDrainLosesNothing, drain_loses_nothing},
+    {inv::kReportsSettle, reports_settle},
     {inv::kLeaveReleasesBeforeDepart, leave_releases_before_depart},
     {inv::kReadsSeeAcknowledgedWrites, reads_see_acknowledged_writes},
     {inv::kInputsWithinDocumentedLimits, inputs_within_documented_limits},

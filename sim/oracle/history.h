@@ -398,6 +398,9 @@ struct ProcessStart {
   NodeId node = kWorldNode;
   absl::Time at;
 };
+// A node's process ended (a crash, a stop, the end of a drain or a leave):
+// what it held in memory (a worker's unsent reports) died with it. True time.
+using ProcessEnd = ProcessStart;
 
 struct NodeEvent {
   absl::Time at;  // true time
@@ -541,13 +544,17 @@ struct History {
   const std::vector<BalanceSample>* balance = nullptr;
   std::uint32_t shard_count = 0;
   absl::Duration leader_ttl = absl::ZeroDuration();
-  // Worker drains (null: none driven). A drain's reports are settled within
-  // `drain_report_bound` of its last attempt's end (the worker's report
-  // retries: max_report_attempts x (rpc_timeout + retry_backoff_max)).
+  // Worker drains (null: none driven). A worker settles each report (answered
+  // or given up after its retries) within `report_bound` of its attempt's
+  // end: max_report_attempts x (rpc_timeout + retry_backoff_max); a drain
+  // completes within it of its last attempt's end.
   const std::vector<DrainFact>* drains = nullptr;
-  absl::Duration drain_report_bound = absl::ZeroDuration();
+  absl::Duration report_bound = absl::ZeroDuration();
   // Every process start of every node, in time order (null: not recorded).
   const std::vector<ProcessStart>* process_starts = nullptr;
+  // Every process end of a scheduler or worker, in time order (null: not
+  // recorded; reports-settle is then not judged).
+  const std::vector<ProcessEnd>* process_ends = nullptr;
 };
 
 }  // namespace kairos::sim

@@ -76,6 +76,7 @@ inline constexpr std::string_view kLeadershipBalanced = "leadership-balanced";
 inline constexpr std::string_view kDrainStartsNothing = "drain-starts-nothing";
 inline constexpr std::string_view kDrainCompletes = "drain-completes";
 inline constexpr std::string_view kDrainLosesNothing = "drain-loses-nothing";
+inline constexpr std::string_view kReportsSettle = "reports-settle";
 inline constexpr std::string_view kLeaveReleasesBeforeDepart = "leave-releases-before-depart";
 // The client's reads (sim/scenario/workload.h, "Reads").
 inline constexpr std::string_view kReadsSeeAcknowledgedWrites = "reads-see-acknowledged-writes";
@@ -228,6 +229,10 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kDrainLosesNothing,
                   "(W3) when a drain completes nothing of the worker runs, and every attempt it "
                   "ran is settled: its outcome in the store, or its report answered or given up"},
+    InvariantInfo{inv::kReportsSettle,
+                  "(16) a worker settles the report of every attempt it ran to the end "
+                  "(answered, dropped or given up) within its report bound (faults healed), "
+                  "unless its process ended first"},
     InvariantInfo{inv::kLeaveReleasesBeforeDepart,
                   "(L1) a leaving scheduler withdraws its node record only after releasing the "
                   "shards it led (no leader record names it with more lease left than its own "

@@ -215,6 +215,7 @@ void runs_record_reports(const History& h, const Replay& r, Findings& out);
 void report_verdicts_truthful(const History& h, const Replay& r, Findings& out);
 void report_events_truthful(const History& h, const Replay& r, Findings& out);
 void reports_abandoned_unanswered(const History& h, const Replay& r, Findings& out);
+void reports_settle(const History& h, const Replay& r, Findings& out);
 void job_events_truthful(const History& h, const Replay& r, Findings& out);
 // The policy invariants (sim/oracle/policy_checks.cc), rules over
 // Replay::policy.
@@ -264,6 +265,11 @@ void drain_starts_nothing(const History& h, const Replay& r, Findings& out);
 void drain_completes(const History& h, const Replay& r, Findings& out);
 void drain_loses_nothing(const History& h, const Replay& r, Findings& out);
 void leave_releases_before_depart(const History& h, const Replay& r, Findings& out);
+// When a wait of `bound` that began at `from` starts counting, faults
+// considered: each fault window (but those named `except`) that began
+// before the wait had run out moves its start to that window's heal.
+absl::Time wait_start_after_faults(const History& h, absl::Time from, absl::Duration bound,
+                                   std::string_view except = {});
 // The client's boundary inputs and filtered/bounded queries
 // (sim/oracle/query_checks.cc).
 void inputs_within_documented_limits(const History& h, const Replay& r, Findings& out);

@@ -38,6 +38,18 @@
 // decide (its store was unavailable, say); the report is retried, since
 // giving it up makes the run lapse and run again (docs/ARCHITECTURE.md,
 // "Wire protocol").
+//
+// (16) A worker never sits on a finished attempt: every attempt its process
+// ran to the end is settled -- the worker recorded its report answered
+// (accepted, rejected), dropped (its lease lost or its deadline passed) or
+// given up after its retries -- within the worker's report bound
+// (max_report_attempts x (rpc_timeout + retry_backoff_max)) plus the settle
+// bound, counted from the attempt's end or from the heal of the last fault
+// touching that wait. Unless the process ended first (a crash, a stop, a
+// drain's end): its unsent reports die with it, and the lease lapses. A
+// report left in flight forever is not seen by the store's rules: the run's
+// lease lapses, it runs again, the sink dedupes -- a worker that never
+// reports makes every run it takes execute twice and end by a lapse.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -276,6 +288,47 @@ void reports_abandoned_unanswered(const History& h, const Replay&, Findings& out
       out.add(std::move(v));
       break;
     }
+  }
+}
+
+void reports_settle(const History& h, const Replay&, Findings& out) {
+  if (h.executions == nullptr || h.process_ends == nullptr || h.facts == nullptr ||
+      h.node_names == nullptr)
+    return;
+  std::map<RunToken, absl::Time> first_settled;
+  for (const ReportSettledFact& s : h.facts->settled()) {
+    auto [it, fresh] = first_settled.try_emplace({s.run, s.token}, s.at);
+    if (!fresh) it->second = std::min(it->second, s.at);
+  }
+  const absl::Duration bound = h.report_bound + h.bounds.settle;
+  const Interner& names = h.facts->strings();
+  for (const Execution& e : *h.executions) {
+    if (!out.open()) return;
+    if (e.end == absl::InfiniteFuture()) continue;
+    const absl::Time from = wait_start_after_faults(h, e.end, bound);
+    if (h.end - from <= bound) continue;  // the run ended before the wait ran out
+    const absl::Time deadline = from + bound;
+    auto it = first_settled.find({e.run, e.token});
+    if (it != first_settled.end() && it->second <= deadline) continue;
+    bool ended = false;  // the process that ran it, before the deadline
+    for (const ProcessEnd& p : *h.process_ends)
+      if (p.node == e.node && p.at >= e.end && p.at <= deadline) ended = true;
+    if (ended) continue;
+    Violation v;
+    v.job = names.name(e.job);
+    v.run = names.name(e.run);
+    v.detail = absl::StrCat(
+        (*h.node_names)[e.node], "'s attempt of token ", e.token, " ended executing at ",
+        time_text(e.end), " and its report was ",
+        it == first_settled.end() ? std::string("never answered nor given up")
+                                  : absl::StrCat("settled only at ", time_text(it->second)),
+        " (bound ", absl::FormatDuration(bound), " from ", time_text(from), ")");
+    if (h.reports != nullptr)
+      for (const ReportFact& f : *h.reports)
+        if (f.run == e.run && f.token == e.token && v.evidence.size() < 8)
+          v.evidence.push_back(report_text(h, f));
+    if (v.evidence.empty()) v.evidence.push_back("the worker never sent a report of it");
+    out.add(std::move(v));
   }
 }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,22 @@ void drain_violation(const History& h, const DrainFact& d, const Execution* e, s
 }
 
 }  // namespace
+
+absl::Time wait_start_after_faults(const History& h, absl::Time from, absl::Duration bound,
+                                   std::string_view except) {
+  // A fault that began while the wait was still within its bound touches
+  // it, which then counts from its heal; one that began after the bound had
+  // passed excuses nothing (the wait was already late).
+  for (bool moved = h.faults != nullptr; moved;) {
+    moved = false;
+    for (const FaultWindow& w : *h.faults)
+      if (w.what != except && w.from <= from + bound && w.to > from) {
+        from = w.to;
+        moved = true;
+      }
+  }
+  return from;
+}
 
 // W1: once a drain began, the draining process starts no attempt (a grant
 // still arriving is handed back unrun).
@@ -91,18 +108,8 @@ void drain_completes(const History& h, const Replay&, Findings& out) {
         last = std::max(last, e.end);
       }
     if (running) continue;  // still waiting for an attempt (its timeout bounds it)
-    const absl::Duration bound = h.drain_report_bound + h.bounds.settle;
-    // A fault that began while the drain was still within its bound touches
-    // the wait, which then counts from its heal; one that began after the
-    // bound had passed excuses nothing (the drain was already late).
-    for (bool moved = h.faults != nullptr; moved;) {
-      moved = false;
-      for (const FaultWindow& w : *h.faults)
-        if (w.what != "drain" && w.from <= last + bound && w.to > last) {
-          last = w.to;
-          moved = true;
-        }
-    }
+    const absl::Duration bound = h.report_bound + h.bounds.settle;
+    last = wait_start_after_faults(h, last, bound, "drain");
     if (h.end - last > bound)
       drain_violation(
           h, d, nullptr,

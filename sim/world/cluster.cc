@@ -454,6 +454,7 @@ void Cluster::crash_node(NodeId id) {
   for (DrainFact& d : drains_)
     if (d.node == id && d.ended == absl::InfiniteFuture()) d.ended = world_.now();
   world_.crash(id);
+  process_ends_.push_back({id, world_.now()});
   network_.transport(id).set_handler(nullptr);
   store_->reset_client(id);
   sink_->reset_node(id);
@@ -853,10 +854,11 @@ History Cluster::history() const {
   h.leader_ttl = lease_config(scenario_.timing).leader_ttl;
   h.drains = &drains_;
   h.process_starts = &process_starts_;
+  h.process_ends = &process_ends_;
   {
     const WorkerConfig w = worker_config(scenario_, "x", {0});
-    h.drain_report_bound = static_cast<std::int64_t>(w.max_report_attempts) *
-                           (w.lease.rpc_timeout + w.retry_backoff_max);
+    h.report_bound = static_cast<std::int64_t>(w.max_report_attempts) *
+                     (w.lease.rpc_timeout + w.retry_backoff_max);
   }
   return h;
 }

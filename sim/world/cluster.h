@@ -197,6 +197,7 @@ class Cluster {
   std::map<NodeId, std::vector<std::pair<RunId, std::uint64_t>>> abandoned_;
   // Every process start of every node (true time), for the hand-back rule.
   std::vector<ProcessStart> process_starts_;
+  std::vector<ProcessEnd> process_ends_;
   std::vector<NodeWindow> time_faults_;
   std::vector<LeaseRefusal> refusals_;  // renewal refusals the workers handled
   std::vector<ReportFact> reports_;     // reports the workers sent, and their answers

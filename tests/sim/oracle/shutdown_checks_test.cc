@@ -44,6 +44,7 @@ struct StopHist : Hist {
   std::vector<Execution> executions;
   std::vector<NodeWindow> time_faults;
   std::vector<DrainFact> drains;
+  std::vector<ProcessEnd> process_ends;
   StopHist() {
     names.push_back("worker-1");
     LeaderRecord l{"scheduler-1", 1, t0 + absl::Hours(2)};
@@ -87,13 +88,14 @@ struct StopHist : Hist {
     h.executions = &executions;
     h.time_faults = &time_faults;
     h.drains = &drains;
+    h.process_ends = &process_ends;
     h.store_node = 0;
     h.max_drift_ppm = 10'000;
     h.lease_margin = absl::Seconds(1);
     h.leader_ttl = absl::Seconds(10);
     h.bounds.round_trip = absl::Milliseconds(20);
     h.bounds.settle = absl::Seconds(30);
-    h.drain_report_bound = absl::Seconds(24);
+    h.report_bound = absl::Seconds(24);
     return h;
   }
   bool fires(std::string_view name) const {
@@ -210,6 +212,66 @@ TEST(ShutdownChecks, ADrainCompletingWithAnAttemptUnsettledIsAViolation) {
       absl::Seconds(51), kLeader,
       succeeded(granted(r, 1, running.at(absl::Seconds(2))), running.at(absl::Seconds(51))));
   EXPECT_TRUE(running.fires("drain-loses-nothing"));
+}
+
+// Rule 16 (reports-settle, report_checks.cc), which shares the drain's
+// report bound: every attempt a worker ran to the end is settled within the
+// bound (24 s of reports + 30 s settle) of its end or of the heal of the
+// faults touching the wait, unless its process ended first.
+TEST(ShutdownChecks, AnAttemptWhoseReportNeverSettlesIsAViolation) {
+  const RunRecord r = ready_run(absl::FromUnixSeconds(1767225601));
+  auto make = [&] {
+    StopHist x;
+    x.commit(absl::Seconds(1), kLeader, r);
+    x.commit(absl::Seconds(2), kLeader, granted(r, 1, x.at(absl::Seconds(2))));
+    x.execute(r, 1, absl::Seconds(3), x.at(absl::Seconds(20)));
+    return x;
+  };
+  // Ended at 20 s, never settled, the process alive to the end (1 h).
+  EXPECT_TRUE(make().fires("reports-settle"));
+  // Answered (accepted) at 21 s: quiet; dropped (lease lost) at once: quiet.
+  StopHist accepted = make();
+  accepted.report_event(event_kinds::kWorkerReportAccepted, r, 1, absl::Seconds(21));
+  EXPECT_FALSE(accepted.fires("reports-settle"));
+  StopHist dropped = make();
+  dropped.report_event(event_kinds::kWorkerReportDropped, r, 1, absl::Seconds(20));
+  EXPECT_FALSE(dropped.fires("reports-settle"));
+  // Settled, but a minute after the bound ran out (74 s).
+  StopHist late = make();
+  late.report_event(event_kinds::kWorkerReportAccepted, r, 1, absl::Seconds(135));
+  EXPECT_TRUE(late.fires("reports-settle"));
+  // Another token's settlement settles nothing of this one.
+  StopHist other = make();
+  other.report_event(event_kinds::kWorkerReportAccepted, r, 2, absl::Seconds(21));
+  EXPECT_TRUE(other.fires("reports-settle"));
+  // The process crashed at 40 s, inside the bound: its reports died with it.
+  StopHist crashed = make();
+  crashed.process_ends.push_back({kWorker, crashed.at(absl::Seconds(40))});
+  EXPECT_FALSE(crashed.fires("reports-settle"));
+  // ... a crash after the bound had run out excuses nothing.
+  StopHist crashed_late = make();
+  crashed_late.process_ends.push_back({kWorker, crashed_late.at(absl::Minutes(5))});
+  EXPECT_TRUE(crashed_late.fires("reports-settle"));
+  // Another worker's crash excuses nothing either.
+  StopHist crashed_other = make();
+  crashed_other.process_ends.push_back({kOther, crashed_other.at(absl::Seconds(40))});
+  EXPECT_TRUE(crashed_other.fires("reports-settle"));
+  // A store outage from 30 s until 30 s before the end: the wait counts
+  // from its heal and has not run out; healed ten minutes before the end,
+  // it has.
+  StopHist outage = make();
+  outage.faults.push_back(
+      {outage.at(absl::Seconds(30)), outage.at(absl::Minutes(59) + absl::Seconds(30)), "store"});
+  EXPECT_FALSE(outage.fires("reports-settle"));
+  StopHist healed = make();
+  healed.faults.push_back({healed.at(absl::Seconds(30)), healed.at(absl::Minutes(50)), "store"});
+  EXPECT_TRUE(healed.fires("reports-settle"));
+  // An attempt still executing at the end is not judged.
+  StopHist running;
+  running.commit(absl::Seconds(1), kLeader, r);
+  running.commit(absl::Seconds(2), kLeader, granted(r, 1, running.at(absl::Seconds(2))));
+  running.execute(r, 1, absl::Seconds(3), absl::InfiniteFuture());
+  EXPECT_FALSE(running.fires("reports-settle"));
 }
 
 // Rules 1 (occurrences-complete) and 7 (timeliness) with a reap batch
