@@ -611,6 +611,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kGrantStartedWithinDeadline, grant_started_within_deadline},
     {inv::kLeaseLossStopsExecution, lease_loss_stops_execution},
     {inv::kLeaderActsWithinOwnDeadline, leader_acts_within_own_deadline},
+    {inv::kFencedLeaderStops, fenced_leader_stops},
     {inv::kLeadershipBalanced, leadership_balanced},
     {inv::kDrainStartsNothing, drain_starts_nothing},
     {inv::kDrainCompletes, drain_completes},

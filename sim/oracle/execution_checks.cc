@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -618,6 +619,47 @@ void lease_loss_stops_execution(const History& h, const Replay&, Findings& out) 
                         absl::StrCat(e.start > first->at ? "started" : "was still executing",
                                      " after ", first->what, " at ", time_text(first->at)),
                         {}, out);
+  }
+}
+
+// T12: a fenced leader stops. Once a scheduler handled the store's refusal
+// of a leader write as made under a stale epoch of a shard, it leads that
+// shard no more under that epoch (docs/ARCHITECTURE.md, events:
+// `write.rejected_stale_epoch`): it sends no further leader write under it.
+// The refusals are what the rule sees of those writes (a refused write is
+// not applied), so: every later refusal of the same (node, shard, epoch)
+// answers a transaction the node had sent before the first was handled,
+// and so is handled within the store client's timeout (on the node's clock,
+// at most max drift slow) of the first. Not judged: a time fault of the node
+// or the store in between (a paused node handles its answers late).
+void fenced_leader_stops(const History& h, const Replay&, Findings& out) {
+  if (h.facts == nullptr || h.node_names == nullptr) return;
+  if (h.store_client_timeout <= absl::ZeroDuration()) return;
+  const Interner& names = h.facts->strings();
+  const absl::Duration bound = h.store_client_timeout +
+                               h.store_client_timeout * (h.max_drift_ppm / 1e6) +
+                               h.bounds.round_trip;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, const StaleEpochFact*> first;
+  for (const StaleEpochFact& f : h.facts->stale_epochs()) {
+    if (!out.open()) return;
+    auto [it, fresh] = first.try_emplace({f.node, f.shard, f.epoch}, &f);
+    if (fresh) continue;
+    const StaleEpochFact& a = *it->second;
+    if (f.at - a.at <= bound) continue;
+    NodeId node = kWorldNode;
+    for (NodeId n = 0; n < h.node_names->size(); ++n)
+      if ((*h.node_names)[n] == names.name(f.node)) node = n;
+    if (time_faulted(h, node, a.at, f.at)) continue;
+    Violation v;
+    v.detail =
+        absl::StrCat(names.name(f.node), " was refused a write of shard ", f.shard, " under epoch ",
+                     f.epoch, " as stale at ", time_text(a.at), " and again at ", time_text(f.at),
+                     ", ", absl::FormatDuration(f.at - a.at),
+                     " later: it went on leading under a fenced epoch (a transaction in "
+                     "flight at the first refusal is answered within ",
+                     absl::FormatDuration(bound), ")");
+    out.add(std::move(v));
+    it->second = &f;  // one finding per repetition, not per pair
   }
 }
 

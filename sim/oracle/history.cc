@@ -53,6 +53,18 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     ledger_.push_back(l);
     return;
   }
+  if (e.kind == event_kinds::kWriteRejectedStaleEpoch) {
+    const auto* node = e.find("node");
+    const auto* shard = e.find("shard");
+    const auto* epoch = e.find("epoch");
+    if (!node || !shard || !epoch || !std::get_if<std::string>(node) ||
+        !std::get_if<std::uint64_t>(shard) || !std::get_if<std::uint64_t>(epoch))
+      return;
+    stale_epochs_.push_back({strings_.id(std::get<std::string>(*node)),
+                             static_cast<std::uint32_t>(std::get<std::uint64_t>(*shard)),
+                             std::get<std::uint64_t>(*epoch), at});
+    return;
+  }
   if (e.kind == event_kinds::kWorkerLeaseDeadline) {
     const auto* job = e.find("job");
     const auto* inc = e.find("incarnation");

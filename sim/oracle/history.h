@@ -261,6 +261,15 @@ struct ReportSettledFact {
   absl::Time at;  // true time
 };
 
+// A scheduler handling the store's refusal of a leader write as made under
+// a stale epoch (event "write.rejected_stale_epoch": shard, epoch, node).
+struct StaleEpochFact {
+  std::uint32_t node = 0;  // interned node id
+  std::uint32_t shard = 0;
+  std::uint64_t epoch = 0;
+  absl::Time at;  // true time
+};
+
 // A scheduler's departure (JobStore::depart, at the end of a graceful
 // leave): an applied write of its node record (N|id) that ends the record
 // at or before that commit's store time. `node_clock_us` is the departing
@@ -292,6 +301,7 @@ class FactRecorder {
   const std::vector<JobFact>& job_changes() const { return job_changes_; }
   const std::vector<ReportSettledFact>& settled() const { return settled_; }
   const std::vector<DepartFact>& departs() const { return departs_; }
+  const std::vector<StaleEpochFact>& stale_epochs() const { return stale_epochs_; }
   std::vector<DepartFact>& mutable_departs() { return departs_; }
   const std::vector<LedgerOp>& ledger_ops() const { return ledger_ops_; }
   const std::vector<LedgerCountFact>& ledger_counts() const { return ledger_counts_; }
@@ -316,6 +326,7 @@ class FactRecorder {
   std::vector<JobFact> job_changes_;
   std::vector<ReportSettledFact> settled_;
   std::vector<DepartFact> departs_;
+  std::vector<StaleEpochFact> stale_epochs_;
   std::vector<LedgerOp> ledger_ops_;
   std::vector<LedgerCountFact> ledger_counts_;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> run_erases_;

@@ -70,6 +70,7 @@ inline constexpr std::string_view kLeaderRenewsOnCadence = "leader-renews-on-cad
 inline constexpr std::string_view kGrantStartedWithinDeadline = "grant-started-within-deadline";
 inline constexpr std::string_view kLeaseLossStopsExecution = "lease-loss-stops-execution";
 inline constexpr std::string_view kLeaderActsWithinOwnDeadline = "leader-acts-within-own-deadline";
+inline constexpr std::string_view kFencedLeaderStops = "fenced-leader-stops";
 // Cluster membership (docs/SIMULATION.md, "Cluster membership and rebalancing").
 inline constexpr std::string_view kLeadershipBalanced = "leadership-balanced";
 // Graceful stops: a worker's drain, a scheduler's leave (sim/oracle/shutdown_checks.cc).
@@ -218,6 +219,10 @@ inline constexpr std::array kInvariants = {
                   "(T11) a leader sends a dispatch or reap only before its own-clock deadline: "
                   "its clock at an acknowledged leadership write's send plus the leader lease "
                   "less max drift and margin"},
+    InvariantInfo{inv::kFencedLeaderStops,
+                  "(T12) once a scheduler was refused a leader write as made under a stale "
+                  "epoch, it sends none under that shard and epoch again (a later refusal is "
+                  "one already in flight: within the store client's timeout)"},
     InvariantInfo{inv::kLeadershipBalanced,
                   "(C1) three leader leases after the live schedulers last changed (and after "
                   "every fault), no live scheduler leads more than ceil(shards / live) shards"},

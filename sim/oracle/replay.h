@@ -255,6 +255,7 @@ void renewal_within_lease(const History& h, const Replay& r, Findings& out);
 void leader_writes_within_lease(const History& h, const Replay& r, Findings& out);
 void leader_renews_on_cadence(const History& h, const Replay& r, Findings& out);
 void leader_acts_within_own_deadline(const History& h, const Replay& r, Findings& out);
+void fenced_leader_stops(const History& h, const Replay& r, Findings& out);
 void handback_after_holder_died(const History& h, const Replay& r, Findings& out);
 // A hand-back (JobStore::release_abandoned, a restarted worker's, as
 // `kairos server` does at startup): a write that ends a leased attempt as

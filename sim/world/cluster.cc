@@ -171,7 +171,8 @@ Cluster::Cluster(const Scenario& scenario, std::uint64_t seed, PlantedBugs bugs)
                                sent_at, sent, local});
         },
         [this, w](const CompleteItem& item, const wire::WireVerdict* answer, bool error,
-                  std::uint64_t request) {
+                  std::uint64_t request, bool by_claim) {
+          if (error && by_claim) world_.mark("worker.carried-reports-refused");
           ReportFact f;
           f.run = facts_.strings().id(idempotency_key(item.run));
           f.token = item.token;

@@ -48,14 +48,16 @@ void LeaseTap::send(PeerId to, std::string message) {
     auto decoded = wire::decode(message);
     if (decoded.ok()) {
       if (auto* c = std::get_if<wire::ClaimRequest>(&*decoded)) {
-        for (const CompleteItem& item : c->reports) on_report_(item, nullptr, false, c->request_id);
+        for (const CompleteItem& item : c->reports)
+          on_report_(item, nullptr, false, c->request_id, true);
         claims_[c->request_id] = Claim{clock_.now(), std::move(c->reports)};
         bound(claims_);
       } else if (auto* r = std::get_if<wire::RenewRequest>(&*decoded)) {
         renewals_[r->request_id] = Renewal{world_.now(), clock_.now(), std::move(r->items)};
         bound(renewals_);
       } else if (auto* q = std::get_if<wire::CompleteRequest>(&*decoded)) {
-        for (const CompleteItem& item : q->items) on_report_(item, nullptr, false, q->request_id);
+        for (const CompleteItem& item : q->items)
+          on_report_(item, nullptr, false, q->request_id, false);
         completes_[q->request_id] = std::move(q->items);
         bound(completes_);
       }
@@ -86,7 +88,7 @@ void LeaseTap::before(std::string_view message) {
     if (it == claims_.end()) return;
     for (const wire::WireGrant& g : c->grants)
       handling_.push_back(Grant{g.run, g.token, g.lease_ttl, it->second.sent});
-    answered(it->second.reports, c->results, c->request_id);
+    answered(it->second.reports, c->results, c->request_id, true);
     claims_.erase(it);
   } else if (const auto* r = std::get_if<wire::RenewResponse>(&*decoded)) {
     auto it = renewals_.find(r->request_id);
@@ -101,16 +103,17 @@ void LeaseTap::before(std::string_view message) {
   } else if (const auto* q = std::get_if<wire::CompleteResponse>(&*decoded)) {
     auto it = completes_.find(q->request_id);
     if (it == completes_.end()) return;
-    answered(it->second, q->results, q->request_id);
+    answered(it->second, q->results, q->request_id, false);
     completes_.erase(it);
   } else if (const auto* e = std::get_if<wire::ErrorMessage>(&*decoded)) {
     // The first answer to a request, an error: nothing more is waited for.
     // The reports it carried were answered, if not decided.
     if (auto c = claims_.find(e->request_id); c != claims_.end())
       for (const CompleteItem& item : c->second.reports)
-        on_report_(item, nullptr, true, e->request_id);
+        on_report_(item, nullptr, true, e->request_id, true);
     if (auto q = completes_.find(e->request_id); q != completes_.end())
-      for (const CompleteItem& item : q->second) on_report_(item, nullptr, true, e->request_id);
+      for (const CompleteItem& item : q->second)
+        on_report_(item, nullptr, true, e->request_id, false);
     claims_.erase(e->request_id);
     renewals_.erase(e->request_id);
     completes_.erase(e->request_id);
@@ -118,12 +121,13 @@ void LeaseTap::before(std::string_view message) {
 }
 
 void LeaseTap::answered(const std::vector<CompleteItem>& items,
-                        const std::vector<wire::WireVerdict>& results,
-                        std::uint64_t request) const {
+                        const std::vector<wire::WireVerdict>& results, std::uint64_t request,
+                        bool by_claim) const {
   // An answer whose verdicts do not line up with the request is ignored by
   // the worker too (Worker::on_complete_response).
   if (results.size() != items.size()) return;
-  for (std::size_t i = 0; i < items.size(); ++i) on_report_(items[i], &results[i], false, request);
+  for (std::size_t i = 0; i < items.size(); ++i)
+    on_report_(items[i], &results[i], false, request, by_claim);
 }
 
 const LeaseTap::Grant* LeaseTap::grant_for(const RunRequest& r) const {

@@ -54,9 +54,9 @@ class LeaseTap final : public Transport {
   // A report as the worker sent it (answer null, error false), the verdict
   // of the first answer to it as the worker handles it, or (error true) an
   // error message answering the request that carried it; with the id of
-  // that request.
+  // that request and whether it was a claim (the report rode with it).
   using ReportObserver = std::function<void(const CompleteItem&, const wire::WireVerdict* answer,
-                                            bool error, std::uint64_t request)>;
+                                            bool error, std::uint64_t request, bool by_claim)>;
 
   LeaseTap(const World& world, Transport& inner, const SimClock& clock, RefusalObserver on_refusal,
            ReportObserver on_report);
@@ -89,7 +89,8 @@ class LeaseTap final : public Transport {
   std::map<std::uint64_t, Renewal> renewals_;
   std::map<std::uint64_t, std::vector<CompleteItem>> completes_;  // by request id
   void answered(const std::vector<CompleteItem>& items,
-                const std::vector<wire::WireVerdict>& results, std::uint64_t request) const;
+                const std::vector<wire::WireVerdict>& results, std::uint64_t request,
+                bool by_claim) const;
   std::vector<Grant> handling_;  // the claim answer being handled
 };
 

@@ -72,6 +72,10 @@ inline constexpr std::string_view kOtherMarks[] = {
     // on (re-queued, re-granted or over) before the worker came back.
     "kernel.handback-refused",
     "worker.lease-lost",
+    // A claim carrying completion reports was answered with an error (its
+    // node's clock outside the tolerated skew, say): the reports are sent
+    // again after a backoff, to the next node.
+    "worker.carried-reports-refused",
     "policy.ledger-cancelled-before-dispatch",
     "crash-point.dispatch-before-commit",
     "runner.fenced-by-sink",

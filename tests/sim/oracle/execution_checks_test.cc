@@ -448,5 +448,46 @@ TEST(ExecutionChecks, AReapAfterTheLeadersOwnDeadlineIsAViolation) {
   }
 }
 
+// T12 (fenced-leader-stops): after a node was refused a leader write as
+// made under a stale epoch, a later refusal of the same node, shard and
+// epoch answers a transaction already in flight (within the store client's
+// timeout, 1 s here, plus drift) or breaks the rule.
+TEST(ExecutionChecks, ALeaderRefusedForAStaleEpochThatGoesOnWritingUnderItIsAViolation) {
+  auto refusal = [](TimeHist& x, std::string node, std::uint64_t shard, std::uint64_t epoch,
+                    absl::Duration when) {
+    Event e;
+    e.kind = event_kinds::kWriteRejectedStaleEpoch;
+    e.at = x.at(when);
+    e.with("shard", shard).with("epoch", epoch).with("op", std::string("dispatch"));
+    e.with("node", std::move(node));
+    x.facts.observe_event(e, x.at(when));
+  };
+  // A dispatch and a reap in flight together, refused 5 ms apart: quiet.
+  TimeHist pair;
+  refusal(pair, "scheduler-1", 0, 3, absl::Seconds(10));
+  refusal(pair, "scheduler-1", 0, 3, absl::Seconds(10) + absl::Milliseconds(5));
+  EXPECT_FALSE(pair.fires("fenced-leader-stops"));
+  // Refused again two seconds later under the same epoch: it kept leading.
+  TimeHist again;
+  refusal(again, "scheduler-1", 0, 3, absl::Seconds(10));
+  refusal(again, "scheduler-1", 0, 3, absl::Seconds(12));
+  EXPECT_TRUE(again.fires("fenced-leader-stops"));
+  // Another epoch, shard or node later on: quiet (it re-acquired, or another
+  // leadership was fenced).
+  TimeHist other;
+  refusal(other, "scheduler-1", 0, 3, absl::Seconds(10));
+  refusal(other, "scheduler-1", 0, 4, absl::Seconds(12));
+  refusal(other, "scheduler-1", 1, 3, absl::Seconds(12));
+  refusal(other, "scheduler-2", 0, 3, absl::Seconds(12));
+  EXPECT_FALSE(other.fires("fenced-leader-stops"));
+  // The node paused in between: its answers were handled late, not judged.
+  TimeHist paused;
+  refusal(paused, "scheduler-1", 0, 3, absl::Seconds(10));
+  refusal(paused, "scheduler-1", 0, 3, absl::Seconds(12));
+  paused.time_faults.push_back(
+      {kLeader, paused.at(absl::Seconds(10)), paused.at(absl::Seconds(11)), "pause"});
+  EXPECT_FALSE(paused.fires("fenced-leader-stops"));
+}
+
 }  // namespace
 }  // namespace kairos::sim

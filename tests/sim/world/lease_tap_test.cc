@@ -33,6 +33,7 @@ struct Net {
     CompleteItem item;
     std::optional<WriteVerdict> verdict;  // none: as sent (or an error answered it)
     bool error = false;                   // an error message answered it
+    bool by_claim = false;                // a claim carried it
   };
   std::vector<Report> reports;
   LeaseTap tap{
@@ -40,8 +41,10 @@ struct Net {
       [this](const RunId& run, std::uint64_t token, absl::Time, absl::Time sent, absl::Time local) {
         refusals.push_back({run, token, sent, local});
       },
-      [this](const CompleteItem& item, const wire::WireVerdict* answer, bool error, std::uint64_t) {
-        reports.push_back({item, answer ? std::optional(answer->verdict) : std::nullopt, error});
+      [this](const CompleteItem& item, const wire::WireVerdict* answer, bool error, std::uint64_t,
+             bool by_claim) {
+        reports.push_back(
+            {item, answer ? std::optional(answer->verdict) : std::nullopt, error, by_claim});
       }};
   Net() { clock.set_offset(absl::Seconds(100)); }
   void answer(const wire::Message& m) { net.transport(node).send(worker, wire::encode(m)); }
@@ -171,6 +174,11 @@ TEST(LeaseTap, SeesAnErrorAnsweringTheReportsOfARequest) {
   EXPECT_EQ(n.reports[3].item, b);
   EXPECT_TRUE(n.reports[3].error);
   EXPECT_FALSE(n.reports[0].error);
+  // Which request carried each: the completion, then the claim.
+  EXPECT_FALSE(n.reports[0].by_claim);
+  EXPECT_TRUE(n.reports[1].by_claim);
+  EXPECT_FALSE(n.reports[2].by_claim);
+  EXPECT_TRUE(n.reports[3].by_claim);
 }
 
 }  // namespace
