@@ -3,8 +3,10 @@
 // finishes while the older token's report still waits for its answer, the
 // older one is dropped with an event saying so, and the late answer to the
 // older report's send settles nothing of the newer one (it is still sent).
-// The node side is a hand-driven endpoint, so the answers come exactly when
-// the test says.
+// And an answer whose verdicts do not line up with the reports sent (not a
+// Kairos node's: it answers one verdict per item) is no answer: ignored,
+// the reports sent again after the request's timeout. The node side is a
+// hand-driven endpoint, so the answers come exactly when the test says.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -22,6 +24,16 @@ namespace {
 
 using namespace test_support;
 
+wire::WireGrant grant(const RunId& run, std::uint64_t token) {
+  wire::WireGrant g;
+  g.run = run;
+  g.attempt = static_cast<std::uint32_t>(token);
+  g.token = token;
+  g.lease_ttl = absl::Seconds(30);
+  g.timeout = absl::Minutes(5);
+  return g;
+}
+
 struct World : NodeWorld {
   LoopbackHub::Endpoint& server = add_endpoint();
   std::vector<wire::Message> sent;  // what the worker sent, in order
@@ -34,6 +46,23 @@ struct World : NodeWorld {
     });
   }
   void answer(const wire::Message& m) { server.send(worker_peer, wire::encode(m)); }
+  // Worker "w1" (two slots, 200 ms runs, rpc_timeout 2 s), started, its
+  // first claim answered with token 1 of `run`; returns that claim's id.
+  std::uint64_t start_worker_holding(const RunId& run) {
+    FakeRunner& runner = add_runner(absl::Milliseconds(200));
+    WorkerConfig c = worker_config("w1", {server.id()});
+    c.max_concurrent = 2;
+    c.lease.rpc_timeout = absl::Seconds(2);
+    worker = &add_worker(runner, c, 5);
+    worker->worker.start();
+    stepper.run(absl::Milliseconds(100));
+    auto first = last_claim();
+    EXPECT_TRUE(first.has_value());
+    if (!first) return 0;
+    answer(wire::ClaimResponse{first->request_id, {grant(run, 1)}, {}});
+    return first->request_id;
+  }
+  TestWorker* worker = nullptr;
   // The last claim the worker sent, if any.
   std::optional<wire::ClaimRequest> last_claim() const {
     for (auto it = sent.rbegin(); it != sent.rend(); ++it)
@@ -53,36 +82,17 @@ struct World : NodeWorld {
   }
 };
 
-wire::WireGrant grant(const RunId& run, std::uint64_t token) {
-  wire::WireGrant g;
-  g.run = run;
-  g.attempt = static_cast<std::uint32_t>(token);
-  g.token = token;
-  g.lease_ttl = absl::Seconds(30);
-  g.timeout = absl::Minutes(5);
-  return g;
-}
-
 TEST(SupersededReport, ANewerAttemptsReportReplacesTheOlderAndALateAnswerSettlesNothingOfIt) {
   World w;
-  FakeRunner& runner = w.add_runner(absl::Milliseconds(200));
-  WorkerConfig c = worker_config("w1", {w.server.id()});
-  c.max_concurrent = 2;
-  c.lease.rpc_timeout = absl::Seconds(2);
-  TestWorker& tw = w.add_worker(runner, c, 5);
   const RunId run{"job-a", 1, T0()};
-  tw.worker.start();
-  w.stepper.run(absl::Milliseconds(100));
-
   // The first claim gets token 1 of the run; the worker claims again at once
   // (one slot left), a long poll the node keeps.
-  auto first = w.last_claim();
-  ASSERT_TRUE(first.has_value());
-  w.answer(wire::ClaimResponse{first->request_id, {grant(run, 1)}, {}});
+  const std::uint64_t first = w.start_worker_holding(run);
+  TestWorker& tw = *w.worker;
   w.stepper.run(absl::Milliseconds(100));
   auto second = w.last_claim();
   ASSERT_TRUE(second.has_value());
-  ASSERT_NE(second->request_id, first->request_id);
+  ASSERT_NE(second->request_id, first);
 
   // Token 1 finishes; with the claim parked, its report goes in a plain
   // completion, which the node leaves unanswered for now.
@@ -120,6 +130,28 @@ TEST(SupersededReport, ANewerAttemptsReportReplacesTheOlderAndALateAnswerSettles
   EXPECT_EQ(reports.back().second.token, 2u);
   EXPECT_EQ(reports.back().second.run, run);
   EXPECT_NE(reports.back().first, old_request);
+}
+
+TEST(SupersededReport, AnAnswerWithTheWrongNumberOfVerdictsIsIgnored) {
+  World w;
+  w.start_worker_holding(RunId{"job-a", 1, T0()});
+  TestWorker& tw = *w.worker;
+  w.stepper.run(absl::Milliseconds(400));  // runs, reported in a plain completion
+  auto reports = w.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  // Two verdicts for one report.
+  w.answer(wire::CompleteResponse{reports[0].first,
+                                  {{WriteVerdict::kAccepted, absl::ZeroDuration(), ""},
+                                   {WriteVerdict::kAccepted, absl::ZeroDuration(), ""}}});
+  w.stepper.run(absl::Milliseconds(100));
+  EXPECT_EQ(tw.events.count(event_kinds::kWorkerReportAccepted), 0u);
+  EXPECT_EQ(w.reports().size(), 1u);
+  // No answer, then: after the timeout and a backoff the report goes again.
+  w.stepper.run(absl::Seconds(5));
+  reports = w.reports();
+  ASSERT_GE(reports.size(), 2u);
+  EXPECT_EQ(reports.back().second.token, 1u);
+  EXPECT_NE(reports.back().first, reports[0].first);
 }
 
 }  // namespace
