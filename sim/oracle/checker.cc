@@ -403,12 +403,34 @@ void corruption_contained(const History& h, const Replay& r, Findings& out) {
 // (DataLoss: client.request_undecodable) only on a job a corrupt-record
 // fault had reached before the answer: a healthy job's control, cancel or
 // re-create never fails on another job's bad record, nor on one that was
-// fine when it was answered.
+// fine when it was answered. Likewise a node reports a stored record
+// undecodable (`record.undecodable`: the dispatch, claim, reap, sweep or a
+// report passing it over) only for a job a corrupt-record fault had reached
+// by then: a healthy job passed over as undecodable is a job stopped for
+// nothing, and an operator sent to repair records that are fine.
 void undecodable_only_where_corrupted(const History& h, const Replay&, Findings& out) {
-  if (h.events == nullptr) return;
-  std::map<std::string, absl::Time> corrupted;  // job -> first corruption
+  std::map<std::string, absl::Time, std::less<>> corrupted;  // job -> first corruption
   if (h.corrupted != nullptr)
     for (const CorruptedRecord& c : *h.corrupted) corrupted.try_emplace(c.job, c.at);
+  if (h.facts != nullptr) {
+    const Interner& names = h.facts->strings();
+    for (const UndecodableFact& u : h.facts->undecodables()) {
+      if (!out.open()) return;
+      auto it = corrupted.find(names.name(u.job));
+      if (it != corrupted.end() && it->second <= u.at) continue;
+      out.add(
+          {std::string(out.invariant()),
+           names.name(u.job),
+           "",
+           absl::StrCat("a node reported record ", names.name(u.key), " undecodable (op ",
+                        names.name(u.op), ") at ", absl::FormatTime(u.at), " but ",
+                        it == corrupted.end() ? std::string("no record of the job was corrupted")
+                                              : absl::StrCat("its first corruption came at ",
+                                                             absl::FormatTime(it->second))),
+           {}});
+    }
+  }
+  if (h.events == nullptr) return;
   for (const NodeEvent& e : *h.events) {
     if (e.event.kind != client_events::kRequestUndecodable || !out.open()) continue;
     const std::string job = client_events::text_of(e.event, "job");

@@ -53,6 +53,15 @@ void FactRecorder::observe_event(const Event& e, absl::Time at) {
     ledger_.push_back(l);
     return;
   }
+  if (e.kind == event_kinds::kRecordUndecodable) {
+    auto text = [&](std::string_view name) {
+      const auto* v = e.find(name);
+      return v && std::get_if<std::string>(v) ? std::get<std::string>(*v) : std::string();
+    };
+    undecodables_.push_back(
+        {strings_.id(text("job")), strings_.id(text("op")), strings_.id(text("key")), at});
+    return;
+  }
   if (e.kind == event_kinds::kWriteRejectedStaleEpoch) {
     const auto* node = e.find("node");
     const auto* shard = e.find("shard");

@@ -261,6 +261,15 @@ struct ReportSettledFact {
   absl::Time at;  // true time
 };
 
+// A node reporting a stored record undecodable (event "record.undecodable":
+// the job whose record it is, the operation that met it).
+struct UndecodableFact {
+  std::uint32_t job = 0;  // interned job id
+  std::uint32_t op = 0;   // interned
+  std::uint32_t key = 0;  // interned (the key as the event prints it)
+  absl::Time at;          // true time
+};
+
 // A scheduler handling the store's refusal of a leader write as made under
 // a stale epoch (event "write.rejected_stale_epoch": shard, epoch, node).
 struct StaleEpochFact {
@@ -302,6 +311,7 @@ class FactRecorder {
   const std::vector<ReportSettledFact>& settled() const { return settled_; }
   const std::vector<DepartFact>& departs() const { return departs_; }
   const std::vector<StaleEpochFact>& stale_epochs() const { return stale_epochs_; }
+  const std::vector<UndecodableFact>& undecodables() const { return undecodables_; }
   std::vector<DepartFact>& mutable_departs() { return departs_; }
   const std::vector<LedgerOp>& ledger_ops() const { return ledger_ops_; }
   const std::vector<LedgerCountFact>& ledger_counts() const { return ledger_counts_; }
@@ -327,6 +337,7 @@ class FactRecorder {
   std::vector<ReportSettledFact> settled_;
   std::vector<DepartFact> departs_;
   std::vector<StaleEpochFact> stale_epochs_;
+  std::vector<UndecodableFact> undecodables_;
   std::vector<LedgerOp> ledger_ops_;
   std::vector<LedgerCountFact> ledger_counts_;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> run_erases_;

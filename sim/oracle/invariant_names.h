@@ -127,8 +127,8 @@ inline constexpr std::array kInvariants = {
                   "moment it stopped decoding: every other occurrence due after the first "
                   "corruption is dispatched unless its own job was corrupted by its due time"},
     InvariantInfo{inv::kUndecodableOnlyWhereCorrupted,
-                  "(10b) a request is refused for an undecodable record only when a record of "
-                  "its own job had been made undecodable before the answer"},
+                  "(10b) a request is refused, or a node reports a record undecodable, only "
+                  "when a record of that job had been made undecodable before"},
     InvariantInfo{inv::kRunsRecordReports,
                   "(11) a completion the store applies records the outcome, exit code and "
                   "detail its worker reported, on the attempt the report's token names; a "

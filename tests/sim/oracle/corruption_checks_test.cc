@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel/event_kinds.h"
 #include "sim/scenario/client_events.h"
 #include "tests/support/history_builder.h"
 
@@ -141,7 +142,11 @@ TEST(CorruptionChecks, ClaimsOweACorruptedJobsReadyRunNoPlace) {
 
 // The client was refused for an undecodable record (DataLoss) on `job` at
 // t0 + `answered`; job-a's record stopped decoding at 5m.
-std::set<std::string> refused_undecodable(const std::string& job, absl::Duration answered) {
+// A request of `job` refused for an undecodable record at `answered`, or
+// (`by_node`) a node's record.undecodable event of it then; job-a's record
+// was corrupted at 5 min.
+std::set<std::string> refused_undecodable(const std::string& job, absl::Duration answered,
+                                          bool by_node = false) {
   Hist x;
   x.commit_ops(absl::Minutes(5), kWorldNode, {});  // the fault's commit
   std::vector<CorruptedRecord> corrupted{{"job-a", x.t0 + absl::Minutes(5), 0}};
@@ -149,9 +154,21 @@ std::set<std::string> refused_undecodable(const std::string& job, absl::Duration
   NodeEvent e;
   e.node = 3;  // the client
   e.at = x.t0 + answered;
-  e.event.kind = client_events::kRequestUndecodable;
-  e.event.with("job", job).with("op", std::string("cancel")).with("error", std::string("job: bad"));
-  x.events.push_back(e);
+  if (by_node) {
+    e.event.kind = event_kinds::kRecordUndecodable;
+    e.event.with("shard", std::uint64_t{0})
+        .with("op", std::string("reap"))
+        .with("job", job)
+        .with("key", std::string("J") + job)
+        .with("error", std::string("job: bad"));
+    x.facts.observe_event(e.event, e.at);
+  } else {
+    e.event.kind = client_events::kRequestUndecodable;
+    e.event.with("job", job)
+        .with("op", std::string("cancel"))
+        .with("error", std::string("job: bad"));
+    x.events.push_back(e);
+  }
   History h = x.history();
   h.corrupted = &corrupted;
   return violated(h);
@@ -164,6 +181,10 @@ TEST(CorruptionChecks, ARequestRefusedForAnUndecodableRecordNamesACorruptedJob) 
   // Another job (its record is fine), or the corrupted one before it went bad.
   EXPECT_EQ(refused_undecodable("job-b", absl::Minutes(6)).count(std::string(kRule)), 1u);
   EXPECT_EQ(refused_undecodable("job-a", absl::Minutes(4)).count(std::string(kRule)), 1u);
+  // A node passing a record over as undecodable: the same rule.
+  EXPECT_EQ(refused_undecodable("job-a", absl::Minutes(6), true).count(std::string(kRule)), 0u);
+  EXPECT_EQ(refused_undecodable("job-b", absl::Minutes(6), true).count(std::string(kRule)), 1u);
+  EXPECT_EQ(refused_undecodable("job-a", absl::Minutes(4), true).count(std::string(kRule)), 1u);
 }
 
 }  // namespace
