@@ -41,8 +41,9 @@
 //
 // (16) A worker never sits on a finished attempt: every attempt its process
 // ran to the end is settled -- the worker recorded its report answered
-// (accepted, rejected), dropped (its lease lost or its deadline passed) or
-// given up after its retries -- within the worker's report bound
+// (accepted, rejected), dropped (its lease lost, its deadline passed, or
+// superseded by a newer token's report of the run) or given up after its
+// retries -- within the worker's report bound
 // (max_report_attempts x (rpc_timeout + retry_backoff_max)) plus the settle
 // bound, counted from the attempt's end or from the heal of the last fault
 // touching that wait. Unless the process ended first (a crash, a stop, a
