@@ -393,7 +393,8 @@ void leader_renews_on_cadence(const History& h, const Replay& r, Findings& out) 
 // leader's side of T3 and T6; T5 judges the same writes by the store's
 // clock, and a write in the margin between the two is accepted by the
 // store). A leader-body transaction -- a dispatch that records occurrence
-// decisions, a reap that lapses leases: the writes T5 judges -- is sent at
+// decisions, a reap that lapses leases: the writes T5 judges -- and a
+// release of the node's own leadership (it ends that lease early) is sent at
 // a node clock reading earlier than its clock at the send of an acquisition
 // or renewal of that shard and epoch that it was told committed, plus
 // leader_ttl x (1 - max_drift) - margin (docs/SIMULATION.md, "Bounds": the
@@ -446,6 +447,17 @@ void leader_acts_within_own_deadline(const History& h, const Replay& r, Findings
     acts.emplace(f.commit, Act{f.shard, s.leader, "a reap (a lease lapse)", names.name(f.job),
                                names.name(f.run)});
   }
+  // A release is a leader write too: it ends the holder's own lease early,
+  // so it is sent while that lease is still the node's to end (past its
+  // deadline the lease lapses by itself and the node sends nothing).
+  for (const LeaderStep& s : r.leader_steps) {
+    const LeaderFact& f = *s.fact;
+    if (f.expiry_us > f.store_us || !s.before.known() || s.before.holder != f.holder ||
+        s.before.epoch != f.epoch || s.before.expiry_us <= f.store_us)
+      continue;
+    acts.emplace(f.commit, Act{f.shard, LeaderView{f.holder, f.epoch, s.before.expiry_us},
+                               "a release of its leadership", "", ""});
+  }
   const std::map<std::uint32_t, std::uint32_t> shard_of = job_shards(h);
   const LeaderViews leaders(r);
   for (const LedgerFact& l : h.facts->ledger()) {
@@ -456,6 +468,17 @@ void leader_acts_within_own_deadline(const History& h, const Replay& r, Findings
                                absl::StrCat("a dispatch (a ledger decision: ",
                                             names.name(l.outcome), ", ", time_text(l.from), ")"),
                                names.name(l.job), ""});
+  }
+  // A release is a leader write too: it ends the holder's own lease early,
+  // so it is sent while that lease is still the node's to end (past its
+  // deadline the lease lapses by itself and the node sends nothing).
+  for (const LeaderStep& s : r.leader_steps) {
+    const LeaderFact& f = *s.fact;
+    if (f.expiry_us > f.store_us || !s.before.known() || s.before.holder != f.holder ||
+        s.before.epoch != f.epoch || s.before.expiry_us <= f.store_us)
+      continue;
+    acts.emplace(f.commit, Act{f.shard, LeaderView{f.holder, f.epoch, s.before.expiry_us},
+                               "a release of its leadership", "", ""});
   }
   for (const auto& [index, a] : acts) {
     if (!out.open()) return;

@@ -448,6 +448,32 @@ TEST(ExecutionChecks, AReapAfterTheLeadersOwnDeadlineIsAViolation) {
   }
 }
 
+TEST(ExecutionChecks, AReleaseAfterTheLeadersOwnDeadlineIsAViolation) {
+  constexpr std::string_view kRule = "leader-acts-within-own-deadline";
+  // scheduler-1 releases shard 0 (its record's expiry set to the store's
+  // now) at 8 s, or at 9 s: before its own deadline (8.9 s after the
+  // acquisition's send), or past it, while the store's record still runs
+  // (the store writes the release). Past the deadline the lease lapses by
+  // itself: sending a release then is a leader write the node no longer
+  // owns. A renewal at 5 s moves the deadline past 9 s.
+  for (const auto& [when, renewed, violation] :
+       {std::tuple{absl::Seconds(8), false, false}, std::tuple{absl::Seconds(9), false, true},
+        std::tuple{absl::Seconds(9), true, false}}) {
+    LeaderHist x;
+    if (renewed) x.renew(absl::Seconds(5));
+    x.commit(when, kLeader, std::nullopt,
+             std::make_pair(0u, LeaderRecord{"scheduler-1", 1, x.at(when)}));
+    x.stamp(x.commits.back(), when - absl::Milliseconds(1));
+    EXPECT_EQ(x.fires(kRule), violation) << absl::FormatDuration(when) << " renewed=" << renewed;
+  }
+  // Another node's write of an expired record is no release of scheduler-1's.
+  LeaderHist other;
+  other.commit(absl::Seconds(9), kOther, std::nullopt,
+               std::make_pair(0u, LeaderRecord{"scheduler-1", 1, other.at(absl::Seconds(9))}));
+  other.commits.back().sent_local_ns = other.clock_ns(absl::Seconds(9));
+  EXPECT_FALSE(other.fires(kRule));
+}
+
 // T12 (fenced-leader-stops): after a node was refused a leader write as
 // made under a stale epoch, a later refusal of the same node, shard and
 // epoch answers a transaction already in flight (within the store client's
