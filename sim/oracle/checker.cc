@@ -586,6 +586,77 @@ void leadership_balanced(const History& h, const Replay&, Findings& out) {
   }
 }
 
+// C2: the other side of C1 -- a shard is not left unled. A release ends
+// its holder's lease at once, so the shard is free: the others learn of it
+// at their next announcement (every leader_renew_period, on a tick) or by
+// probing it, and one below its fair share acquires it. Once a release
+// commits, an acquisition of the shard commits within the renew period plus
+// the start bound (two ticks and four store round trips), judged while a
+// scheduler other than the releaser stays live throughout and no fault
+// other than a leave, drain or stop is open or settling (a partition or
+// pause delays the others' view; a crash leaves a dead node counted live
+// until its record lapses). A lapsed lease is not judged here: who waits
+// for it depends on when each node last probed it.
+void released_shards_taken_over(const History& h, const Replay& r, Findings& out) {
+  if (h.live_sets == nullptr || h.commits == nullptr || h.facts == nullptr) return;
+  if (h.leader_renew_period <= absl::ZeroDuration()) return;
+  const Interner& names = h.facts->strings();
+  const absl::Duration bound = h.leader_renew_period + h.bounds.start;
+  auto quiet = [&](absl::Time from, absl::Time to) {
+    if (h.faults == nullptr) return true;
+    for (const FaultWindow& w : *h.faults) {
+      if (w.what == "leave" || w.what == "drain" || w.what == "stop") continue;
+      if (w.from <= to && w.to + h.bounds.settle >= from) return false;
+    }
+    return true;
+  };
+  auto other_live = [&](const std::string& releaser, absl::Time from, absl::Time to) {
+    const std::vector<LiveSet>& sets = *h.live_sets;
+    auto it = std::upper_bound(sets.begin(), sets.end(), from,
+                               [](absl::Time t, const LiveSet& s) { return t < s.at; });
+    if (it == sets.begin()) return false;
+    for (--it; it != sets.end() && it->at <= to; ++it)
+      if (std::none_of(it->nodes.begin(), it->nodes.end(),
+                       [&](const std::string& n) { return n != releaser; }))
+        return false;
+    return true;
+  };
+  const std::vector<LeaderStep>& steps = r.leader_steps;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!out.open()) return;
+    const LeaderFact& f = *steps[i].fact;
+    const LeaderView& before = steps[i].before;
+    if (f.expiry_us > f.store_us || !before.known() || before.holder != f.holder ||
+        before.epoch != f.epoch || before.expiry_us <= f.store_us)
+      continue;  // not a release of a lease still running
+    const absl::Time released = (*h.commits)[f.commit].at;
+    const absl::Time due = released + bound;
+    const std::string& releaser = names.name(f.holder);
+    if (due > h.end || !quiet(released, due) || !other_live(releaser, released, due)) continue;
+    const LeaderFact* next = nullptr;
+    for (std::size_t j = i + 1; j < steps.size() && next == nullptr; ++j) {
+      const LeaderFact& g = *steps[j].fact;
+      if (g.shard == f.shard && g.expiry_us > g.store_us) next = &g;
+    }
+    const absl::Time taken =
+        next != nullptr ? (*h.commits)[next->commit].at : absl::InfiniteFuture();
+    if (taken <= due) continue;
+    out.add({"",
+             "",
+             releaser,
+             absl::StrCat(
+                 "shard ", f.shard, " released by ", releaser, " (epoch ", f.epoch, ") at ",
+                 time_text(released), " was ",
+                 next == nullptr ? std::string("never acquired again")
+                                 : absl::StrCat("acquired again only at ", time_text(taken), " by ",
+                                                names.name(next->holder)),
+                 ", though another scheduler stayed live: allowed ", absl::FormatDuration(bound),
+                 " (renew period ", absl::FormatDuration(h.leader_renew_period), " + start bound ",
+                 absl::FormatDuration(h.bounds.start), ")"),
+             {}});
+  }
+}
+
 constexpr RuleEntry kRules[] = {
     {inv::kOccurrencesComplete, occurrences_complete},
     {inv::kEffectPerSuccess, effect_per_success},
@@ -635,6 +706,7 @@ constexpr RuleEntry kRules[] = {
     {inv::kLeaderActsWithinOwnDeadline, leader_acts_within_own_deadline},
     {inv::kFencedLeaderStops, fenced_leader_stops},
     {inv::kLeadershipBalanced, leadership_balanced},
+    {inv::kReleasedShardsTakenOver, released_shards_taken_over},
     {inv::kDrainStartsNothing, drain_starts_nothing},
     {inv::kDrainCompletes, drain_completes},
     {inv::kDrainLosesNothing, drain_loses_nothing},

@@ -489,6 +489,13 @@ struct BalanceSample {
   std::string node;         // that scheduler
 };
 
+// The live schedulers (as BalanceSample counts them) from `at` until the
+// next change: one entry per change of the set, probed once a second.
+struct LiveSet {
+  absl::Time at;  // true time of the probe that saw the set
+  std::vector<std::string> nodes;
+};
+
 // The timeliness bounds (docs/SIMULATION.md, "Bounds"), computed from the
 // scenario's configuration.
 struct Bounds {
@@ -564,6 +571,7 @@ struct History {
   const std::map<std::string, std::uint64_t, std::less<>>* marks = nullptr;
   // Leadership balance (null: not probed); the shard count and leader lease.
   const std::vector<BalanceSample>* balance = nullptr;
+  const std::vector<LiveSet>* live_sets = nullptr;
   std::uint32_t shard_count = 0;
   absl::Duration leader_ttl = absl::ZeroDuration();
   // Worker drains (null: none driven). A worker settles each report (answered

@@ -73,6 +73,7 @@ inline constexpr std::string_view kLeaderActsWithinOwnDeadline = "leader-acts-wi
 inline constexpr std::string_view kFencedLeaderStops = "fenced-leader-stops";
 // Cluster membership (docs/SIMULATION.md, "Cluster membership and rebalancing").
 inline constexpr std::string_view kLeadershipBalanced = "leadership-balanced";
+inline constexpr std::string_view kReleasedShardsTakenOver = "released-shards-taken-over";
 // Graceful stops: a worker's drain, a scheduler's leave (sim/oracle/shutdown_checks.cc).
 inline constexpr std::string_view kDrainStartsNothing = "drain-starts-nothing";
 inline constexpr std::string_view kDrainCompletes = "drain-completes";
@@ -226,6 +227,9 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kLeadershipBalanced,
                   "(C1) three leader leases after the live schedulers last changed (and after "
                   "every fault), no live scheduler leads more than ceil(shards / live) shards"},
+    InvariantInfo{inv::kReleasedShardsTakenOver,
+                  "(C2) a shard its leader released is acquired within an announce period and "
+                  "a start bound, while another scheduler stays live and no other fault is near"},
     InvariantInfo{inv::kDrainStartsNothing,
                   "(W1) once a worker's drain began, the draining process starts no attempt"},
     InvariantInfo{inv::kDrainCompletes,

@@ -851,6 +851,7 @@ History Cluster::history() const {
   h.expectations = &scenario_.expectations;
   h.marks = &world_.marks();
   h.balance = &balance_;
+  h.live_sets = &live_sets_;
   h.shard_count = scenario_.topology.shards;
   h.leader_ttl = lease_config(scenario_.timing).leader_ttl;
   h.drains = &drains_;
@@ -882,9 +883,12 @@ void Cluster::probe_balance() {
       s.node = world_.node(id).name;
     }
   }
-  if (live != balance_live_) {
+  if (live != balance_live_ || live_sets_.empty()) {
     balance_live_ = live;
     balance_since_ = world_.now();
+    LiveSet set{world_.now(), {}};
+    for (NodeId id : live) set.nodes.push_back(world_.node(id).name);
+    live_sets_.push_back(std::move(set));
   }
   s.since = balance_since_;
   s.live = static_cast<std::uint32_t>(live.size());

@@ -209,6 +209,7 @@ class Cluster {
   void probe_balance();
   std::vector<BalanceSample> balance_;
   std::vector<NodeId> balance_live_;
+  std::vector<LiveSet> live_sets_;
   absl::Time balance_since_;
   void on_execution(NodeId worker, RunHandle handle, const RunRequest& request, bool started);
   void time_fault(NodeId node, absl::Duration length, std::string what);
