@@ -167,7 +167,7 @@ function enum_next(tok,   p, grp, k, first, nxt, c) {
   return nxt == tok ? "" : nxt
 }
 # Every mutant of one line (s the text, m its mask, prev the previous line).
-function scan(s, m, prev,   i, n, o, pat, cond, rest, t, v, pm, cp) {
+function scan(s, m, prev,   i, n, o, pat, cond, rest, t, v, pm, cp, st, ln) {
   n = split("<=:le2lt >=:ge2gt ==:eq2ne !=:ne2eq <:lt2le >:gt2ge &&:and2or ||:or2and", pat, " ")
   for (o = 1; o <= n; o++) {
     split(pat[o], t, ":")
@@ -207,14 +207,15 @@ function scan(s, m, prev,   i, n, o, pat, cond, rest, t, v, pm, cp) {
   if (FILENAME ~ /(policy|misfire)\.cc$/) {
     rest = m; i = 0
     while (match(rest, /[A-Z][A-Za-z0-9]*(::[A-Z][A-Za-z0-9]*)*::k[A-Z][A-Za-z0-9]*/)) {
-      v = i + RSTART
-      if (substr(m, v - 1, 1) !~ /[A-Za-z0-9_]/ && enum_next(substr(m, v, RLENGTH)) != "") emit(v, "enum-next")
-      i += RSTART + RLENGTH - 1; rest = substr(rest, RSTART + RLENGTH)
+      # enum_next() matches too: keep this match's place first.
+      st = RSTART; ln = RLENGTH; v = i + st
+      if (substr(m, v - 1, 1) !~ /[A-Za-z0-9_]/ && enum_next(substr(m, v, ln)) != "") emit(v, "enum-next")
+      i += st + ln - 1; rest = substr(rest, st + ln)
     }
   }
 }
 # The mutated text of line s for (col, op), "" when it does not apply.
-function mutate(s, m, col, op,   t, e, tok, nx, p) {
+function mutate(s, m, col, op,   t, e, tok, nx, p, ln) {
   if (op ~ /2/) {
     split("lt2le:<:<= le2lt:<=:< gt2ge:>:>= ge2gt:>=:> eq2ne:==:!= ne2eq:!=:== and2or:&&:|| or2and:||:&&", t, " ")
     for (p in t) {
@@ -241,8 +242,8 @@ function mutate(s, m, col, op,   t, e, tok, nx, p) {
   }
   if (op == "enum-next") {
     if (!match(substr(m, col), /^[A-Z][A-Za-z0-9]*(::[A-Z][A-Za-z0-9]*)*::k[A-Z][A-Za-z0-9]*/)) return ""
-    tok = substr(m, col, RLENGTH); nx = enum_next(tok); if (nx == "") return ""
-    return substr(s, 1, col - 1) nx substr(s, col + RLENGTH)
+    ln = RLENGTH; tok = substr(m, col, ln); nx = enum_next(tok); if (nx == "") return ""
+    return substr(s, 1, col - 1) nx substr(s, col + ln)
   }
   return ""
 }
