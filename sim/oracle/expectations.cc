@@ -36,7 +36,8 @@ constexpr OpName kOps[] = {
 // (re-created under the same id), and runs that were still in flight when
 // their incarnation's cancel was answered (they finished after it).
 // runs.released counts the attempts a worker handed back unrun (a leased
-// attempt ended `released`: re-queued, or failed on its last attempt).
+// attempt ended `released`: re-queued, or failed on its last attempt);
+// runs.timed-out those its worker stopped at the job's timeout.
 constexpr std::string_view kRunCounters[] = {
     "runs.created",
     "runs.granted",
@@ -50,6 +51,7 @@ constexpr std::string_view kRunCounters[] = {
     "runs.later-incarnation",
     "runs.finished-after-cancel",
     "runs.released",
+    "runs.timed-out",
     "runs.max-active",
 };
 constexpr std::array kLedgerOutcomes = {
@@ -184,10 +186,11 @@ std::uint64_t run_counter(const History& h, const Replay& r, std::string_view fa
         ++n;
     return n;
   }
-  if (fact == "runs.released") {
+  if (fact == "runs.released" || fact == "runs.timed-out") {
+    const AttemptEnd end = fact == "runs.released" ? AttemptEnd::kReleased : AttemptEnd::kTimedOut;
     for (const RunStep& s : r.run_steps)
       if (in_scope(s.fact->job) && !s.created && s.before_state == RunState::kLeased &&
-          s.fact->state != RunState::kLeased && s.fact->last_end == AttemptEnd::kReleased)
+          s.fact->state != RunState::kLeased && s.fact->last_end == end)
         ++n;
     return n;
   }
