@@ -19,6 +19,12 @@
 // that is not the policy's misstates it. (The delay the store holds is
 // retry-backoff's to judge; this is what the line says.) Judged for the
 // jobs whose policy the client knows.
+//
+// A `misfire.decided` event names the job's misfire policy by its
+// documented name and its threshold, as the client created the job, says
+// `capped` 0 or 1, and counts no more misfired occurrences than due ones:
+// the line an operator reads to learn why a backlog was run, skipped or
+// coalesced.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -86,6 +92,59 @@ void retry_event_truthful(const History& h, const Replay& r, const NodeEvent& ne
   out.add(std::move(v));
 }
 
+// The documented name of a misfire policy (docs/POLICIES.md), written here
+// rather than taken from the kernel's own naming function.
+std::string_view documented_misfire_name(MisfirePolicy p) {
+  switch (p) {
+    case MisfirePolicy::kRunOnce:
+      return "run-once";
+    case MisfirePolicy::kCatchUp:
+      return "catch-up";
+    case MisfirePolicy::kSkip:
+      return "skip";
+  }
+  return "?";
+}
+
+void misfire_event_truthful(const History& h, const Replay& r, const NodeEvent& ne, Findings& out) {
+  const Event& e = ne.event;
+  const auto* job = field<std::string>(e, "job");
+  const auto* inc = field<std::uint64_t>(e, "incarnation");
+  const auto* policy = field<std::string>(e, "policy");
+  const auto* threshold = field<absl::Duration>(e, "threshold");
+  const auto* due = field<std::uint64_t>(e, "due");
+  const auto* misfired = field<std::uint64_t>(e, "misfired");
+  const auto* capped = field<std::uint64_t>(e, "capped");
+  Violation v;
+  v.job = job == nullptr ? std::string() : *job;
+  if (job == nullptr || inc == nullptr || policy == nullptr || threshold == nullptr ||
+      due == nullptr || misfired == nullptr || capped == nullptr) {
+    v.detail = absl::StrCat(absl_sv(e.kind),
+                            " lacks one of job, incarnation, policy, threshold, due, misfired, "
+                            "capped");
+    out.add(std::move(v));
+    return;
+  }
+  if (*capped > 1 || *misfired > *due) {
+    v.detail = absl::StrCat(absl_sv(e.kind), " says ", *misfired, " of ", *due,
+                            " due occurrences misfired and capped=", *capped,
+                            ": capped is 0 or 1, and no more occurrences misfire than are due");
+    out.add(std::move(v));
+    return;
+  }
+  const std::uint32_t id = h.facts->strings().find(*job);
+  if (id == Interner::kNone) return;
+  const ClientJob* cj = r.policy.job({id, *inc});
+  if (cj == nullptr) return;
+  const std::string_view want = documented_misfire_name(cj->policy.misfire);
+  if (*policy == want && *threshold == cj->policy.misfire_threshold) return;
+  v.detail = absl::StrCat(absl_sv(e.kind), " of incarnation ", *inc, " names policy ", *policy,
+                          " with threshold ", absl::FormatDuration(*threshold),
+                          "; the job was created with ", absl_sv(want), " and threshold ",
+                          absl::FormatDuration(cj->policy.misfire_threshold));
+  out.add(std::move(v));
+}
+
 }  // namespace
 
 void job_events_truthful(const History& h, const Replay& r, Findings& out) {
@@ -104,6 +163,10 @@ void job_events_truthful(const History& h, const Replay& r, Findings& out) {
     const Event& e = ne.event;
     if (e.kind == event_kinds::kRunRetryScheduled) {
       retry_event_truthful(h, r, ne, out);
+      continue;
+    }
+    if (e.kind == event_kinds::kMisfireDecided) {
+      misfire_event_truthful(h, r, ne, out);
       continue;
     }
     const bool is_created = e.kind == event_kinds::kJobCreated;

@@ -146,7 +146,8 @@ inline constexpr std::array kInvariants = {
     InvariantInfo{inv::kJobEventsTruthful,
                   "(15) a job.created / job.updated / job.resumed event names the next due time "
                   "of the job record its commit wrote, or none when it has none; a "
-                  "run.retry_scheduled event states the documented backoff window and delay"},
+                  "run.retry_scheduled event states the documented backoff window and delay; a "
+                  "misfire.decided event names the job's policy and threshold"},
     InvariantInfo{inv::kLedgerOneOutcome,
                   "(P1) every occurrence that became due has exactly one ledger outcome"},
     InvariantInfo{inv::kAttemptsBounded,

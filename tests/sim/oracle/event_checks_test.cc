@@ -2,7 +2,9 @@
 // or job.updated event names no next due time, or another one, than the job
 // record its commit wrote, and stays quiet on a faithful event and on an
 // event whose record the store never held; and when a run.retry_scheduled
-// event states another window or delay than the documented backoff.
+// event states another window or delay than the documented backoff; and
+// when a misfire.decided event names another policy or threshold than the
+// job's, or counts that cannot be.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -139,6 +141,69 @@ TEST(EventChecks, ARetryEventStatesTheDocumentedBackoff) {
   RetryHist stranger;  // a job the client does not know: not judged
   stranger.jobs.clear();
   stranger.retry(absl::Seconds(1), absl::Seconds(1), absl::Seconds(1));
+  EXPECT_FALSE(stranger.fires());
+}
+
+// A misfire decision of job j, created with misfire=catch-up and a 30s
+// threshold.
+struct MisfireHist : RetryHist {
+  MisfireHist() {
+    jobs.back().policy.misfire = MisfirePolicy::kCatchUp;
+    jobs.back().policy.misfire_threshold = absl::Seconds(30);
+  }
+  void decided(std::string policy, absl::Duration threshold, std::uint64_t due = 3,
+               std::uint64_t misfired = 2, std::uint64_t capped = 0) {
+    NodeEvent ne;
+    ne.at = t0 + absl::Minutes(3);
+    ne.node = 1;
+    ne.event.at = ne.at;
+    ne.event.kind = event_kinds::kMisfireDecided;
+    ne.event.with("job", std::string("j"))
+        .with("incarnation", std::uint64_t{1})
+        .with("nominal", t0 + absl::Minutes(1))
+        .with("policy", std::move(policy))
+        .with("threshold", threshold)
+        .with("due", due)
+        .with("misfired", misfired)
+        .with("capped", capped);
+    events.push_back(ne);
+  }
+};
+
+TEST(EventChecks, AMisfireEventNamesTheJobsPolicyAndCountsThatAddUp) {
+  MisfireHist ok;
+  ok.decided("catch-up", absl::Seconds(30));
+  ok.decided("catch-up", absl::Seconds(30), 1001, 1001, 1);
+  EXPECT_FALSE(ok.fires());
+
+  MisfireHist name;  // another policy's name
+  name.decided("run-once", absl::Seconds(30));
+  EXPECT_TRUE(name.fires());
+
+  MisfireHist threshold;  // the default threshold, not the job's
+  threshold.decided("catch-up", absl::Minutes(1));
+  EXPECT_TRUE(threshold.fires());
+
+  MisfireHist capped;  // capped is a flag
+  capped.decided("catch-up", absl::Seconds(30), 1001, 1001, 2);
+  EXPECT_TRUE(capped.fires());
+
+  MisfireHist counts;  // more misfired than due
+  counts.decided("catch-up", absl::Seconds(30), 2, 3);
+  EXPECT_TRUE(counts.fires());
+
+  MisfireHist bare;  // a field missing
+  NodeEvent ne;
+  ne.at = ne.event.at = bare.t0 + absl::Minutes(3);
+  ne.node = 1;
+  ne.event.kind = event_kinds::kMisfireDecided;
+  ne.event.with("job", std::string("j")).with("incarnation", std::uint64_t{1});
+  bare.events.push_back(ne);
+  EXPECT_TRUE(bare.fires());
+
+  MisfireHist stranger;  // a job the client does not know: only the counts judged
+  stranger.jobs.clear();
+  stranger.decided("skip", absl::Seconds(1));
   EXPECT_FALSE(stranger.fires());
 }
 
